@@ -18,7 +18,7 @@ PY="${PYTHON:-python3}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 echo "llama-server $VERSION: fetching the llama-cpp-python sdist from PyPI"
-"$PY" -m pip download --quiet --no-deps --no-binary :all: -d "$WORK" "llama-cpp-python==$VERSION"
+"$PY" -m pip download --quiet --no-deps --no-binary llama-cpp-python -d "$WORK" "llama-cpp-python==$VERSION"
 tar -xzf "$WORK"/llama_cpp_python-*.tar.gz -C "$WORK"
 SRC="$(echo "$WORK"/llama_cpp_python-*/vendor/llama.cpp)"
 echo "llama-server $VERSION: building (about 6 minutes on 2 cores)"

@@ -1,0 +1,43 @@
+"""The one palette every layer of the default character is painted from, so outfits look like a set."""
+
+SKIN = (255, 226, 208)
+SKIN_SHADE = (244, 192, 176)
+SKIN_LINE = (205, 136, 122)
+BLUSH = (255, 138, 150)
+
+HAIR = (92, 74, 150)
+HAIR_DARK = (66, 50, 116)
+HAIR_LIGHT = (150, 134, 212)
+HAIR_LINE = (48, 34, 86)
+
+IRIS_DARK = (36, 84, 120)
+IRIS = (64, 156, 176)
+IRIS_LIGHT = (140, 214, 214)
+PUPIL = (28, 36, 66)
+LASH = (52, 34, 62)
+EYE_WHITE = (255, 255, 255)
+
+MOUTH = (166, 66, 88)
+MOUTH_DARK = (122, 38, 62)
+TONGUE = (238, 124, 136)
+
+GOLD = (252, 204, 92)
+GOLD_LINE = (206, 142, 52)
+
+SHADOW = (84, 52, 118)
+
+WHITE = (250, 248, 252)
+CREAM = (255, 244, 226)
+RED = (222, 62, 78)
+WINE = (150, 32, 58)
+NAVY = (46, 58, 104)
+DENIM = (78, 110, 170)
+TEAL = (92, 190, 178)
+MINT = (176, 232, 214)
+SKY = (156, 196, 244)
+PINK = (252, 178, 198)
+ORANGE = (246, 146, 64)
+GREY = (178, 184, 200)
+SLATE = (104, 112, 136)
+CHARCOAL = (50, 50, 66)
+BROWN = (138, 86, 64)

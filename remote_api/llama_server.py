@@ -1,0 +1,180 @@
+"""Start and supervise a local llama.cpp `llama-server` for the embedded default.
+
+The binary is built once per machine by `build/llama_server.sh` and cached by version; the
+child is tied to our lifetime (PR_SET_PDEATHSIG on Linux) so it never outlives the gateway.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import platformdirs
+
+log = logging.getLogger(__name__)
+
+# Keep in step with build/llama_server.sh (a test checks they agree).
+LLAMA_CPP_PYTHON_VERSION = "0.3.36"
+
+
+class LlamaServerError(RuntimeError):
+    """llama-server could not be started; the message says why and what to run."""
+
+
+def default_binary() -> Path:
+    """Where build/llama_server.sh caches the binary for this version."""
+    cache = Path(platformdirs.user_cache_dir("stella"))
+    return cache / "llama-server" / LLAMA_CPP_PYTHON_VERSION / "llama-server"
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nobody listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: get SIGTERM when the parent dies, even by SIGKILL."""
+    if sys.platform.startswith("linux"):
+        pr_set_pdeathsig = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+class LlamaServer:
+    """One llama-server child process: start, wait until healthy, stop, restart on crash."""
+
+    def __init__(
+        self,
+        binary: Path,
+        model: Path,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        threads: int = 2,
+        ctx: int = 2048,
+        parallel: int = 2,
+        chat_template: str = "gemma",
+        log_path: Path | None = None,
+        extra_args: tuple[str, ...] = (),
+    ) -> None:
+        self.binary = Path(binary)
+        self.model = Path(model)
+        self.host = host
+        self.port = port
+        self.threads = threads
+        self.ctx = ctx
+        self.parallel = parallel
+        self.chat_template = chat_template
+        self.log_path = log_path
+        self.extra_args = extra_args
+        self.process: subprocess.Popen[bytes] | None = None
+        self.restarts = 0
+        self._stopped = False
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def command(self) -> list[str]:
+        return [
+            str(self.binary), "--host", self.host, "--port", str(self.port), "-m", str(self.model),
+            "--chat-template", self.chat_template, "-np", str(self.parallel), "-c", str(self.ctx),
+            "-t", str(self.threads), "--metrics", *self.extra_args,
+        ]
+
+    def start(self, timeout: float = 60.0) -> None:
+        """Spawn the server and return once GET /health answers 200."""
+        if not self.binary.is_file() or not os.access(self.binary, os.X_OK):
+            raise LlamaServerError(
+                f"llama-server binary not found at {self.binary}; build it with `bash build/llama_server.sh`"
+                " (or run `make setup`)"
+            )
+        if not self.model.is_file():
+            raise LlamaServerError(
+                f"model file {self.model} is missing; provision it with `stella models install gemma3-270m`"
+            )
+        self._stopped = False
+        if self.port == 0:
+            self.port = free_port(self.host)
+        out = open(self.log_path, "ab") if self.log_path else subprocess.DEVNULL  # noqa: SIM115
+        log.info("starting llama-server on %s with %s", self.url, self.model.name)
+        self.process = subprocess.Popen(
+            self.command(), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent,
+        )
+        if out is not subprocess.DEVNULL:
+            out.close()
+        self._wait_healthy(timeout)
+
+    def _wait_healthy(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        with httpx.Client(timeout=2.0) as client:
+            while time.monotonic() < deadline:
+                assert self.process is not None
+                code = self.process.poll()
+                if code is not None:
+                    raise LlamaServerError(
+                        f"llama-server exited with code {code} while loading {self.model}"
+                        + (f"; see {self.log_path}" if self.log_path else "")
+                    )
+                try:
+                    if client.get(f"{self.url}/health").status_code == 200:
+                        log.info("llama-server ready on %s", self.url)
+                        return
+                except httpx.TransportError:
+                    pass
+                time.sleep(0.1)
+        self.stop()
+        raise LlamaServerError(f"llama-server did not become healthy within {timeout:.0f} s")
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self, grace: float = 5.0) -> None:
+        """Terminate the child and reap it (kill if it ignores SIGTERM)."""
+        self._stopped = True
+        proc = self.process
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.info("llama-server on %s stopped", self.url)
+
+    async def supervise(self, min_backoff: float = 0.5, max_backoff: float = 30.0) -> None:
+        """Restart the server whenever it dies, with exponential backoff; cancel to stop watching."""
+        backoff = min_backoff
+        while not self._stopped:
+            await asyncio.sleep(0.25)
+            if self.alive() or self._stopped:
+                continue
+            code = self.process.returncode if self.process else None
+            log.warning("llama-server died (exit %s); restarting in %.1f s", code, backoff)
+            await asyncio.sleep(backoff)
+            try:
+                await asyncio.to_thread(self.start)
+                self.restarts += 1
+                backoff = min_backoff
+            except LlamaServerError as exc:
+                log.error("%s", exc)
+                backoff = min(backoff * 2, max_backoff)
+
+    def __enter__(self) -> LlamaServer:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

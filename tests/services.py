@@ -1,0 +1,207 @@
+"""Real services the tests run against, each started on private dirs/ports and always stopped.
+
+PulseAudio (two null sinks: a "mic" the test plays into and a "speaker" the app plays into),
+D-Bus + gnome-keyring (a real Secret Service), Xvfb, Redis and llama-server. Each class is a
+context manager; `tests/conftest.py` exposes them as session fixtures.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from remote_api.llama_server import LlamaServer, default_binary, free_port
+from sidecar.models.provision import Models
+
+
+class ServiceError(RuntimeError):
+    pass
+
+
+def _need(tool: str, package: str) -> str:
+    path = shutil.which(tool)
+    if path is None:
+        raise ServiceError(f"{tool} is not installed; run `make setup` (apt package {package})")
+    return path
+
+
+def _wait_for(predicate, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise ServiceError(f"{what} did not come up within {timeout:.0f} s")
+
+
+def _stop(proc: subprocess.Popen | None) -> None:
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+@dataclass
+class PulseAudio:
+    """A private PulseAudio daemon with null sinks `stella_mic` and `stella_speaker` (48 kHz mono)."""
+
+    mic: str = "stella_mic"
+    speaker: str = "stella_speaker"
+    env: dict[str, str] = field(default_factory=dict)
+    _proc: subprocess.Popen | None = None
+    _tmp: str = ""
+
+    def __enter__(self) -> PulseAudio:
+        exe = _need("pulseaudio", "pulseaudio")
+        self._tmp = tempfile.mkdtemp(prefix="stella-pulse-")
+        runtime = Path(self._tmp, "run")
+        runtime.mkdir(mode=0o700)
+        socket = runtime / "native"
+        script = Path(self._tmp, "stella.pa")
+        script.write_text(
+            f"load-module module-native-protocol-unix socket={socket} auth-anonymous=1\n"
+            f"load-module module-null-sink sink_name={self.mic} rate=48000 channels=1\n"
+            f"load-module module-null-sink sink_name={self.speaker} rate=48000 channels=1\n"
+            f"set-default-sink {self.speaker}\n"
+            f"set-default-source {self.mic}.monitor\n"
+        )
+        self.env = {"PULSE_SERVER": f"unix:{socket}", "XDG_RUNTIME_DIR": str(runtime),
+                    "HOME": self._tmp, "PULSE_RUNTIME_PATH": str(runtime)}
+        self._proc = subprocess.Popen(
+            [exe, "-n", "-F", str(script), "--daemonize=no", "--exit-idle-time=-1", "--disallow-exit",
+             "--log-target=stderr", "--log-level=error"],
+            env={**os.environ, **self.env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        _wait_for(lambda: socket.exists() and self._pactl("info").returncode == 0, 15, "PulseAudio")
+        return self
+
+    def _pactl(self, *args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["pactl", *args], env={**os.environ, **self.env}, capture_output=True,
+                              text=True)
+
+    def sinks(self) -> list[str]:
+        out = self._pactl("list", "short", "sinks").stdout
+        return [line.split("\t")[1] for line in out.splitlines() if "\t" in line]
+
+    def __exit__(self, *exc: object) -> None:
+        _stop(self._proc)
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+@dataclass
+class SecretService:
+    """A private D-Bus session bus with an unlocked gnome-keyring (the Secret Service API)."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    _bus: subprocess.Popen | None = None
+    _tmp: str = ""
+
+    def __enter__(self) -> SecretService:
+        bus_exe = _need("dbus-daemon", "dbus")
+        keyring_exe = _need("gnome-keyring-daemon", "gnome-keyring")
+        self._tmp = tempfile.mkdtemp(prefix="stella-keyring-")
+        runtime = Path(self._tmp, "run")
+        runtime.mkdir(mode=0o700)
+        base = {"XDG_RUNTIME_DIR": str(runtime), "XDG_DATA_HOME": f"{self._tmp}/data",
+                "XDG_CONFIG_HOME": f"{self._tmp}/config", "HOME": self._tmp}
+        self._bus = subprocess.Popen(
+            [bus_exe, "--session", "--nofork", "--print-address=1", "--nopidfile"],
+            env={**os.environ, **base}, stdout=subprocess.PIPE, text=True,
+        )
+        assert self._bus.stdout is not None
+        address = self._bus.stdout.readline().strip()
+        if not address:
+            raise ServiceError("dbus-daemon did not print its address")
+        self.env = {**base, "DBUS_SESSION_BUS_ADDRESS": address}
+        unlocked = subprocess.run(
+            [keyring_exe, "--unlock", "--components=secrets", "--daemonize"],
+            input="stella-test\n", env={**os.environ, **self.env}, capture_output=True, text=True,
+            timeout=20,
+        )
+        if unlocked.returncode != 0:
+            raise ServiceError(f"gnome-keyring-daemon failed: {unlocked.stderr.strip()}")
+        for line in unlocked.stdout.splitlines():
+            key, _, value = line.partition("=")
+            if key and value:
+                self.env[key] = value
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _stop(self._bus)  # gnome-keyring-daemon exits with its session bus
+        shutil.rmtree(self._tmp, ignore_errors=True)
+
+
+@dataclass
+class Xvfb:
+    """A virtual X screen; `display` is e.g. ':99'."""
+
+    size: str = "1280x800x24"
+    display: str = ""
+    _proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> Xvfb:
+        exe = _need("Xvfb", "xvfb")
+        read, write = os.pipe()
+        self._proc = subprocess.Popen(
+            [exe, "-displayfd", str(write), "-screen", "0", self.size, "-nolisten", "tcp", "+extension",
+             "GLX"],
+            pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        os.close(write)
+        with os.fdopen(read) as f:
+            number = f.readline().strip()
+        if not number:
+            raise ServiceError("Xvfb did not report a display number")
+        self.display = f":{number}"
+        return self
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"DISPLAY": self.display}
+
+    def __exit__(self, *exc: object) -> None:
+        _stop(self._proc)
+
+
+@dataclass
+class Redis:
+    """A throw-away redis-server on a free loopback port, nothing persisted."""
+
+    port: int = 0
+    _proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def __enter__(self) -> Redis:
+        exe = _need("redis-server", "redis-server")
+        self.port = free_port()
+        self._proc = subprocess.Popen(
+            [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+             "--daemonize", "no"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )
+        cli = _need("redis-cli", "redis-tools")
+        _wait_for(lambda: subprocess.run([cli, "-p", str(self.port), "ping"], capture_output=True,
+                                         text=True).stdout.strip() == "PONG", 15, "redis-server")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        _stop(self._proc)
+
+
+def llama_server(log_dir: Path) -> LlamaServer:
+    """The embedded default's llama-server, as the tests use it (2 slots, gemma template)."""
+    return LlamaServer(default_binary(), Models().path("gemma3-270m"), parallel=2, ctx=2048,
+                       log_path=log_dir / "llama-server.log")
