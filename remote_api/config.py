@@ -21,6 +21,7 @@ from typing import Any, Literal, TypeVar
 from remote_api.link_config import LinkConfig
 
 T = TypeVar("T")
+_NAMES = {int: "whole number", float: "number", str: "string", bool: "true or false"}
 
 
 class ConfigError(ValueError):
@@ -73,7 +74,11 @@ def _build(cls: type[T], data: Mapping[str, Any], where: str, trail: tuple[str, 
                 f"unknown setting '{dotted}' in {where}; known settings here: {', '.join(sorted(known))}"
             )
         kwargs[key] = _coerce(hints[key], value, where, (*trail, key))
-    return cls(**kwargs)
+    try:
+        return cls(**kwargs)
+    except (TypeError, ValueError) as exc:
+        section = ".".join(trail) or "top level"
+        raise ConfigError(f"{exc} (section '{section}' of {where} or its environment overrides)") from None
 
 
 def _coerce(hint: Any, value: Any, where: str, trail: tuple[str, ...]) -> Any:
@@ -116,7 +121,7 @@ def _parse_env(hint: Any, raw: str) -> Any:
         try:
             return hint(raw)
         except ValueError:
-            raise ValueError(f"expected a {hint.__name__}, got {raw!r}") from None
+            raise ValueError(f"expected a {_NAMES[hint]}, got {raw!r}") from None
     return _check(hint, raw)
 
 
@@ -140,7 +145,7 @@ def _check(hint: Any, value: Any) -> Any:
         return float(value)
     if hint in (int, float, str, bool) and (not isinstance(value, hint) or
                                             (hint is int and isinstance(value, bool))):
-        raise TypeError(f"expected a {hint.__name__}, got {value!r}")
+        raise TypeError(f"expected a {_NAMES[hint]}, got {value!r}")
     return value
 
 

@@ -1,0 +1,15 @@
+# Conveniences over the scripts in build/ (the README's commands work without make).
+.PHONY: setup run test lint bench llama-server
+setup:
+	bash build/setup.sh
+run:
+	bash build/run.sh
+test:
+	bash build/test.sh
+lint:
+	.venv/bin/ruff check .
+llama-server:
+	bash build/llama_server.sh
+bench:
+	.venv/bin/python tests/bench/bench_character.py
+	.venv/bin/python tests/bench/bench_link.py
