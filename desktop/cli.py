@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
+from desktop import launcher
 from remote_api.logs import setup_logging
 from sidecar.models import cli as models_cli
 
@@ -14,6 +16,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default="INFO")
     sub = parser.add_subparsers(dest="cmd")
     models_cli.add_parser(sub)
+    run = sub.add_parser("run", help="start Stella (default: the embedded local server + app)")
+    run.add_argument("--server", help="use this gateway URL instead of starting the embedded default")
+    run.add_argument("--config", type=Path, help="TOML config for the embedded gateway")
+    run.set_defaults(func=lambda a: launcher.run(a.server, a.config))
     args = parser.parse_args(argv)
     setup_logging(args.log_level)
     if args.cmd is None:

@@ -43,7 +43,7 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """Runs in the child before exec: get SIGTERM when the parent dies, even by SIGKILL."""
     if sys.platform.startswith("linux"):
         pr_set_pdeathsig = 1
@@ -110,7 +110,7 @@ class LlamaServer:
         log.info("starting llama-server on %s with %s", self.url, self.model.name)
         self.process = subprocess.Popen(
             self.command(), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         if out is not subprocess.DEVNULL:
             out.close()

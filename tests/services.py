@@ -7,12 +7,17 @@ context manager; `tests/conftest.py` exposes them as session fixtures.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
 import os
 import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -205,3 +210,42 @@ def llama_server(log_dir: Path) -> LlamaServer:
     """The embedded default's llama-server, as the tests use it (2 slots, gemma template)."""
     return LlamaServer(default_binary(), Models().path("gemma3-270m"), parallel=2, ctx=2048,
                        log_path=log_dir / "llama-server.log")
+
+
+CHROMIUM = "/usr/bin/chromium"
+# The flags FACTS found necessary as root on a closed network (no sandbox, no background calls).
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def static_http(root: Path) -> Iterator[str]:
+    """Serve `root` over HTTP on 127.0.0.1 (ES modules and fetch() need http://); yield its URL."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                             functools.partial(_QuietHandler, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextlib.contextmanager
+def chromium() -> Iterator[object]:
+    """Debian's headless Chromium driven by Playwright, with a fresh profile; yields the context."""
+    _need(CHROMIUM, "chromium")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p, tempfile.TemporaryDirectory(prefix="stella-chromium-") as profile:
+        context = p.chromium.launch_persistent_context(profile, executable_path=CHROMIUM, headless=True,
+                                                       args=CHROMIUM_FLAGS)
+        try:
+            yield context
+        finally:
+            context.close()

@@ -12,13 +12,9 @@ markdown section to ``tests/bench/character_results.md``.
 
 from __future__ import annotations
 
-import functools
-import http.server
 import os
 import statistics
 import sys
-import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -28,20 +24,11 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 
 from desktop.render import CharacterRenderer, FrameState  # noqa: E402
+from tests import services  # noqa: E402
 
 SIZES = [(512, 512), (1024, 1024)]
 FRAMES = 60
 SWITCHES = 200
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 OUT = Path(__file__).with_name("character_results.md")
 
 
@@ -130,54 +117,36 @@ JS_BENCH = """async ([sizes, frames, switches]) => {
 }"""
 
 
-def bench_webgl() -> dict[str, float] | str:
-    if not Path(CHROMIUM).exists():
-        return "skipped: no /usr/bin/chromium"
-    from playwright.sync_api import sync_playwright
-
-    class Quiet(http.server.SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(REPO)))
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with sync_playwright() as p, tempfile.TemporaryDirectory() as profile:
-            browser = p.chromium.launch_persistent_context(
-                profile, executable_path=CHROMIUM, headless=True, args=FLAGS
-            )
-            page = browser.new_page()
-            page.goto(f"http://127.0.0.1:{server.server_address[1]}/tests/character/parity_page.html")
-            page.wait_for_function("window.stella !== undefined")
-            page.evaluate("window.stella.ready")
-            renderer = page.evaluate(
-                "(() => { const gl = window.stella.renderer.gl;"
-                " const d = gl.getExtension('WEBGL_debug_renderer_info');"
-                " return d ? gl.getParameter(d.UNMASKED_RENDERER_WEBGL) : 'unknown'; })()"
-            )
-            res = page.evaluate(JS_BENCH, [[list(s) for s in SIZES], FRAMES, SWITCHES * 5])
-            res["renderer"] = renderer
-            browser.close()
-            return res
-    finally:
-        server.shutdown()
-        server.server_close()
+def bench_webgl() -> dict[str, float]:
+    with services.static_http(REPO) as root, services.chromium() as browser:
+        page = browser.new_page()
+        page.goto(f"{root}/tests/character/parity_page.html")
+        page.wait_for_function("window.stella !== undefined")
+        page.evaluate("window.stella.ready")
+        renderer = page.evaluate(
+            "(() => { const gl = window.stella.renderer.gl;"
+            " const d = gl.getExtension('WEBGL_debug_renderer_info');"
+            " return d ? gl.getParameter(d.UNMASKED_RENDERER_WEBGL) : 'unknown'; })()"
+        )
+        res = page.evaluate(JS_BENCH, [[list(s) for s in SIZES], FRAMES, SWITCHES * 5])
+        res["renderer"] = renderer
+        return res
 
 
-def report(native: dict[str, float], web: dict[str, float] | str) -> str:
+def report(native: dict[str, float], web: dict[str, float]) -> str:
     lines = [
         "### Character rendering (tests/bench/bench_character.py)",
         "",
         "Machine: 2-core VM, no GPU. moderngl on Mesa llvmpipe (EGL); WebGL2 in headless Chromium "
-        f"({web['renderer'] if isinstance(web, dict) else 'n/a'}). Medians; load average during the run "
+        f"({web['renderer']}). Medians; load average during the run "
         f"{os.getloadavg()[0]:.1f} (software rendering shares the two cores with everything else).",
         "",
         "| measure | moderngl | Chromium WebGL2 |",
         "| --- | ---: | ---: |",
     ]
 
-    def cell(d: dict[str, float] | str, key: str) -> str:
-        return f"{d[key]:.3f} ms" if isinstance(d, dict) and key in d else "n/a"
+    def cell(d: dict[str, float], key: str) -> str:
+        return f"{d[key]:.3f} ms" if key in d else "n/a"
 
     rows = [("outfit switch call, CPU", "switch_cpu"), ("switch → next frame finished", "switch_to_frame")]
     for w, _ in SIZES:

@@ -5,11 +5,7 @@ from __future__ import annotations
 
 import base64
 import functools
-import http.server
 import json
-import shutil
-import tempfile
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -18,18 +14,9 @@ import pytest
 from PIL import Image
 
 from desktop.render import CharacterRenderer, GLThread
+from tests import services
 
 REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture(scope="session")
@@ -79,35 +66,17 @@ def make_source(tmp_path: Path) -> Callable[..., Path]:
     return functools.partial(write_source, tmp_path / "src")
 
 
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture(scope="session")
 def http_root() -> Iterator[str]:
     """The repository over HTTP on 127.0.0.1 (module scripts and fetch() need http://)."""
-    handler = functools.partial(_Quiet, directory=str(REPO))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with services.static_http(REPO) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
 def chromium_page(http_root: str):
     """tests/character/parity_page.html in headless Chromium, with the WebGL2 renderer loaded."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium is not installed")
-    from playwright.sync_api import sync_playwright
-
-    profile = tempfile.mkdtemp(prefix="stella-chromium-")
-    with sync_playwright() as p:
-        browser = p.chromium.launch_persistent_context(
-            profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS
-        )
+    with services.chromium() as browser:
         page = browser.new_page()
         errors: list[str] = []
         page.on("pageerror", lambda e: errors.append(str(e)))
@@ -115,8 +84,6 @@ def chromium_page(http_root: str):
         page.wait_for_function("window.stella !== undefined")
         assert page.evaluate("window.stella.ready"), errors
         yield page
-        browser.close()
-    shutil.rmtree(profile, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

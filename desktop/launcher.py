@@ -1,0 +1,81 @@
+"""`stella run`: the embedded default — a local gateway (which starts its own llama-server with
+the bundled model) plus the user interface, all stopped together.
+
+The gateway runs as a child process tied to ours (it dies with us, and takes llama-server with
+it), so closing the app never leaves an orphan behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+from remote_api.llama_server import die_with_parent, free_port
+
+log = logging.getLogger(__name__)
+
+
+class LaunchError(RuntimeError):
+    """The embedded default could not start; the message says why and what to do."""
+
+
+def has_display(env: dict[str, str] | os._Environ[str] = os.environ) -> bool:
+    return bool(env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")) or sys.platform in ("darwin", "win32")
+
+
+@contextlib.contextmanager
+def embedded_gateway(config: Path | None = None, timeout: float = 120.0) -> Iterator[str]:
+    """Start `stella-server serve` on a free loopback port; yield its URL once healthy."""
+    port = free_port()
+    cmd = [sys.executable, "-m", "remote_api.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    if config is not None:
+        cmd += ["--config", str(config)]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        _wait_healthy(proc, url, timeout)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _wait_healthy(proc: subprocess.Popen, url: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise LaunchError(f"the local Stella server exited with code {proc.returncode} while starting; "
+                              "see the messages above (try `bash build/setup.sh` to repair the install)")
+        with contextlib.suppress(httpx.TransportError):
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return
+        time.sleep(0.2)
+    raise LaunchError(f"the local Stella server did not become ready within {timeout:.0f} s")
+
+
+def run(server: str | None, config: Path | None) -> int:
+    """Start the app on `server`, or on the embedded default when no server is given."""
+    with contextlib.ExitStack() as stack:
+        if server is None:
+            print("Starting the embedded default: local llama-server with the bundled model + gateway…",
+                  flush=True)
+            server = stack.enter_context(embedded_gateway(config))
+        if has_display():
+            print("The desktop window is not part of this build yet; starting the terminal chat.", flush=True)
+        else:
+            print("No display found (DISPLAY / WAYLAND_DISPLAY are unset): starting the terminal chat "
+                  "instead of the desktop window.", flush=True)
+        chat = subprocess.run([sys.executable, "-m", "remote_api.chat_cli", "--server", server, "--interactive"])
+    return chat.returncode
