@@ -88,7 +88,7 @@ class LlamaServer:
     def command(self) -> list[str]:
         return [
             str(self.binary), "--host", self.host, "--port", str(self.port), "-m", str(self.model),
-            "--chat-template", self.chat_template, "-np", str(self.parallel), "-c", str(self.ctx),
+            "--no-jinja", "--chat-template", self.chat_template, "-np", str(self.parallel), "-c", str(self.ctx),
             "-t", str(self.threads), "--metrics", *self.extra_args,
         ]
 
