@@ -1,0 +1,16 @@
+"""The encrypted local store (SQLCipher): history, settings, outfit and device credentials.
+
+    with Store.open(config.path, config.key_source()) as store:
+        store.append_turn("user", "hello")
+"""
+
+from .config import StoreConfig
+from .errors import DamagedDatabaseError, KeyringUnavailableError, NewerDatabaseError, StoreError, WrongKeyError
+from .keys import KeyringKey, KeySource, PassphraseKey, RawKey
+from .store import DeviceCredentials, Role, Store, Turn
+
+__all__ = [
+    "DamagedDatabaseError", "DeviceCredentials", "KeySource", "KeyringKey", "KeyringUnavailableError",
+    "NewerDatabaseError", "PassphraseKey", "RawKey", "Role", "Store", "StoreConfig", "StoreError", "Turn",
+    "WrongKeyError",
+]

@@ -1,0 +1,216 @@
+"""The encrypted local store: conversation history, settings, the selected outfit, device credentials.
+
+One SQLCipher file, one connection, every write its own transaction. Methods may be called from
+any thread (a lock serialises them), e.g. through `asyncio.to_thread`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import sqlcipher3
+
+from . import db, migrations
+from .errors import DamagedDatabaseError, StoreError
+from .keys import KeyringKey, KeySource
+
+Role = Literal["user", "assistant", "system"]
+ROLES: tuple[str, ...] = get_args(Role)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message of the conversation; `heard_text` is set when the user cut the reply short."""
+
+    id: int
+    role: Role
+    text: str
+    created_at_ms: int
+    heard_text: str | None = None
+
+    @property
+    def interrupted(self) -> bool:
+        return self.heard_text is not None
+
+    @property
+    def as_heard(self) -> str:
+        """What the conversation continues from: only the part the user actually heard."""
+        return self.text if self.heard_text is None else self.heard_text
+
+
+@dataclass(frozen=True)
+class DeviceCredentials:
+    """How this device reaches its gateway; opaque strings issued at pairing."""
+
+    gateway_url: str
+    device_id: str
+    refresh_credential: str = field(repr=False)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class Store:
+    """Open with `Store.open(path, key_source)`; close with `close()` or a `with` block."""
+
+    def __init__(self, conn: db.Connection, path: Path) -> None:
+        self.path = path
+        self._conn: db.Connection | None = conn
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str], key_source: KeySource) -> Store:
+        """Open (or create) the database, checking the key before touching the file, and migrate it."""
+        path = Path(os.path.abspath(Path(path).expanduser()))
+        exists = db.has_content(path)
+        key = key_source.load(path, create=not exists) if isinstance(key_source, KeyringKey) else key_source
+        conn = db.open_connection(path, key, key_source, exists=exists)
+        try:
+            migrations.refuse_newer(conn, path)
+            db.configure(conn)
+            migrations.migrate(conn, path)
+        except sqlcipher3.Error as exc:
+            conn.close()
+            raise db.explain(exc, path, "prepare") from exc
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, path)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def schema_version(self) -> int:
+        with self._use("read the schema version of") as conn:
+            return migrations.schema_version(conn)
+
+    def verify(self) -> None:
+        """Check every page (PRAGMA integrity_check); raise DamagedDatabaseError if anything is wrong."""
+        with self._use("check") as conn:
+            problems = [row[0] for row in conn.execute("PRAGMA integrity_check")]
+        if problems != ["ok"]:
+            raise DamagedDatabaseError(
+                f"the database at {self.path} is damaged: {'; '.join(problems[:5])}; restore it from a backup"
+            )
+
+    # conversation history
+
+    def append_turn(
+        self, role: Role, text: str, *, heard_text: str | None = None, created_at_ms: int | None = None
+    ) -> Turn:
+        if role not in ROLES:
+            raise ValueError(f"a turn's role is one of {', '.join(ROLES)}, got {role!r}")
+        created = now_ms() if created_at_ms is None else created_at_ms
+        with self._write("save a turn to") as conn:
+            cur = conn.execute(
+                "INSERT INTO turns (role, text, created_at_ms, heard_text) VALUES (?, ?, ?, ?)",
+                (role, text, created, heard_text),
+            )
+        return Turn(cur.lastrowid, role, text, created, heard_text)
+
+    def mark_interrupted(self, turn_id: int, heard_text: str) -> Turn:
+        """Barge-in: the user cut this reply short after hearing `heard_text`."""
+        with self._write("mark a turn interrupted in") as conn:
+            row = conn.execute(
+                "UPDATE turns SET heard_text = ? WHERE id = ? RETURNING id, role, text, created_at_ms, heard_text",
+                (heard_text, turn_id),
+            ).fetchone()
+        if row is None:
+            raise StoreError(f"there is no turn {turn_id} in {self.path} to mark as interrupted")
+        return Turn(*row)
+
+    def history(self, limit: int | None = None) -> list[Turn]:
+        """The last `limit` turns (all when None), oldest first."""
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit must be at least 0, got {limit}")
+        with self._use("read the history from") as conn:
+            rows = conn.execute(
+                "SELECT * FROM (SELECT id, role, text, created_at_ms, heard_text FROM turns ORDER BY id DESC LIMIT ?)"
+                " ORDER BY id",
+                (-1 if limit is None else limit,),
+            ).fetchall()
+        return [Turn(*row) for row in rows]
+
+    # settings: JSON values under string keys
+
+    def get_setting(self, key: str, default: Any = None) -> Any:
+        with self._use("read a setting from") as conn:
+            row = conn.execute("SELECT value FROM settings WHERE key = ?", (key,)).fetchone()
+        return default if row is None else json.loads(row[0])
+
+    def set_setting(self, key: str, value: Any) -> None:
+        try:
+            encoded = json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(
+                f"setting {key!r} must be plain JSON data (str, number, bool, None, list, dict): {exc}"
+            ) from None
+        with self._write("save a setting to") as conn:
+            conn.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", (key, encoded))
+
+    # the selected outfit
+
+    def outfit(self) -> str | None:
+        with self._use("read the outfit from") as conn:
+            row = conn.execute("SELECT outfit_id FROM outfit").fetchone()
+        return None if row is None else row[0]
+
+    def set_outfit(self, outfit_id: str) -> None:
+        with self._write("save the outfit to") as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO outfit (id, outfit_id, selected_at_ms) VALUES (1, ?, ?)", (outfit_id, now_ms())
+            )
+
+    # device credentials
+
+    def credentials(self) -> DeviceCredentials | None:
+        with self._use("read the device credentials from") as conn:
+            row = conn.execute("SELECT gateway_url, device_id, refresh_credential FROM device_credentials").fetchone()
+        return None if row is None else DeviceCredentials(*row)
+
+    def set_credentials(self, creds: DeviceCredentials) -> None:
+        with self._write("save the device credentials to") as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO device_credentials (id, gateway_url, device_id, refresh_credential)"
+                " VALUES (1, ?, ?, ?)",
+                (creds.gateway_url, creds.device_id, creds.refresh_credential),
+            )
+
+    def clear_credentials(self) -> None:
+        """Forget the pairing (device revoked or unpaired)."""
+        with self._write("clear the device credentials in") as conn:
+            conn.execute("DELETE FROM device_credentials")
+
+    @contextmanager
+    def _use(self, doing: str) -> Iterator[db.Connection]:
+        with self._lock:
+            if self._conn is None:
+                raise StoreError(f"the store at {self.path} is closed; open it again to {doing} it")
+            try:
+                yield self._conn
+            except sqlcipher3.Error as exc:
+                raise db.explain(exc, self.path, doing) from exc
+
+    @contextmanager
+    def _write(self, doing: str) -> Iterator[db.Connection]:
+        with self._use(doing) as conn, db.transaction(conn):
+            yield conn
