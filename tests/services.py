@@ -125,6 +125,7 @@ class SecretService:
         )
         assert self._bus.stdout is not None
         address = self._bus.stdout.readline().strip()
+        self._bus.stdout.close()
         if not address:
             raise ServiceError("dbus-daemon did not print its address")
         self.env = {**base, "DBUS_SESSION_BUS_ADDRESS": address}
