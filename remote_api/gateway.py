@@ -1,0 +1,525 @@
+"""The gateway: a Starlette app with the link's WebSocket and long-poll endpoints.
+
+Thin I/O around the sans-I/O `LinkProtocol`: each session has one loop task that runs the
+protocol's timers, turns its events into work (a chat request starts a generation, a cancel
+cancels it) and hands its output to whatever transport currently carries the session. Both
+transports carry the same envelopes under the same rules, so a client can switch between them
+in the middle of a reply:
+
+- ``GET  /link/ws``   WebSocket; the first frame is a hello, then envelopes both ways.
+- ``POST /link/send`` NDJSON envelopes from the client; a hello opens/resumes the session and
+  the response carries the welcome (and replay); otherwise ``?sid=`` names the session.
+- ``GET  /link/poll?sid=&ack=`` the next envelopes for the client (NDJSON), held open up to
+  ``longpoll_hold`` s; ``ack`` is the client's resume point, so a lost response is replayed
+  by the next poll.
+- ``GET  /health``    the gateway and its upstreams.
+
+Generations stream from llama-server through `remote_api.upstream`; cancelling one closes the
+upstream HTTP stream, which is how llama-server stops. Security (device JWTs, body sealing)
+plugs into the `authenticate` and `codec_factory` seams.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import HTTPConnection, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from remote_api.envelope import Envelope, ProtocolError, Type, decode, encode
+from remote_api.link_config import LinkConfig
+from remote_api.protocol import (
+    BodyCodec,
+    Clock,
+    Connected,
+    Event,
+    Goodbye,
+    LinkDead,
+    Message,
+    PeerError,
+    PlainCodec,
+)
+from remote_api.session import Session, SessionRegistry
+from remote_api.upstream import ChatRequest, Finished, Upstream, UpstreamError, UpstreamPool
+
+log = logging.getLogger(__name__)
+
+NDJSON = "application/x-ndjson"
+CLOSE_SUPERSEDED = 4000  # a newer connection took over the session
+CLOSE_UNAUTHORIZED = 4401
+CLOSE_DEAD = 4408  # heartbeat timeout
+CLOSE_GOING_AWAY = 1001
+
+# What a person should do about each upstream failure (the message says what happened).
+ACTIONS = {
+    "context_exceeded": "Start a new conversation or shorten the history, then ask again.",
+    "loading": "Wait a few seconds for the model to finish loading, then ask again.",
+    "unreachable": "Check that llama-server is running and that the gateway's upstream URL is right.",
+    "broken_stream": "Ask again; if it keeps happening, check llama-server's log.",
+    "stalled": "Ask again; if it keeps happening, llama-server may be overloaded: restart it.",
+    "bad_response": "Check that the gateway's upstream URL points to llama.cpp's llama-server.",
+    "no_healthy_upstream": "Start llama-server (or wait for it to load), then ask again.",
+}
+
+# Failures that say the upstream itself is unwell (not the request): take it out of rotation.
+_UPSTREAM_FAULTS = frozenset({"unreachable", "broken_stream", "stalled", "bad_response"})
+
+Authenticator = Callable[[HTTPConnection], Awaitable[Any]]
+
+
+async def allow_all(conn: HTTPConnection) -> Any:
+    """The default `authenticate` hook: every client is welcome (device JWTs come later).
+
+    A real hook returns an identity for the session, or None to refuse the request.
+    """
+    return "anonymous"
+
+
+class _WsAttachment:
+    """A WebSocket carrying a session: frames go through a queue to one writer task, so a
+    stuck socket never blocks the session loop (the heartbeat notices it instead)."""
+
+    kind = "websocket"
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.close_code = 1000
+        self.close_reason = ""
+
+    def push(self, frames: list[bytes]) -> None:
+        for frame in frames:
+            self.queue.put_nowait(frame)
+
+    def close(self, code: int, reason: str) -> None:
+        self.close_code, self.close_reason = code, reason
+        self.queue.put_nowait(None)
+
+
+class _PollAttachment:
+    """Long-poll carrying a session: output waits in the protocol until a poll collects it."""
+
+    kind = "longpoll"
+
+    def __init__(self) -> None:
+        self.ready = asyncio.Event()
+        self.poll_id = 0  # the newest poll wins; older ones return empty
+        self.closed = False
+
+    def close(self, code: int, reason: str) -> None:
+        self.closed = True
+        self.ready.set()
+
+
+class Gateway:
+    """Sessions, their loops and their generations; the endpoints are its methods."""
+
+    def __init__(
+        self,
+        config: LinkConfig,
+        upstreams: list[Upstream],
+        *,
+        authenticate: Authenticator = allow_all,
+        codec_factory: Callable[[], BodyCodec] = PlainCodec,
+        clock: Clock = time.monotonic,
+        health_interval: float = 5.0,
+    ) -> None:
+        self.config = config
+        self.upstreams = upstreams
+        self.pool = UpstreamPool(upstreams, check_interval=health_interval)
+        self.authenticate = authenticate
+        self.clock = clock
+        self.registry = SessionRegistry(config, clock=clock, codec_factory=codec_factory)
+        self._sweeper: asyncio.Task[None] | None = None
+        self._closing: set[asyncio.Task[None]] = set()  # sessions ended by a bye
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    @contextlib.asynccontextmanager
+    async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
+        self._sweeper = asyncio.create_task(self._sweep_expired(), name="session-sweeper")
+        try:
+            yield
+        finally:
+            self._sweeper.cancel()
+            for session in self.registry:
+                await self._close_session(session, CLOSE_GOING_AWAY, "the gateway is shutting down")
+            await self.pool.aclose()
+
+    async def _sweep_expired(self) -> None:
+        while True:
+            await asyncio.sleep(min(5.0, self.config.session_ttl / 4))
+            for session in self.registry.expired():
+                log.info("session %s expired after %.0f s without a connection", session.sid,
+                         self.config.session_ttl)
+                await self._close_session(session, CLOSE_GOING_AWAY, "session expired")
+
+    async def _close_session(self, session: Session, code: int, reason: str) -> None:
+        self.registry.remove(session)
+        if session.attachment is not None:
+            session.attachment.close(code, reason)
+            session.attachment = None
+        tasks = [*session.turns.values(), *([session.runner] if session.runner else [])]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _open_session(self, hello: Envelope, identity: Any) -> Session:
+        session = self.registry.open(hello, identity)
+        if session.runner is None:
+            session.runner = asyncio.create_task(self._run(session), name=f"session-{session.sid}")
+        return session
+
+    def _attach(self, session: Session, attachment: _WsAttachment | _PollAttachment) -> None:
+        """`attachment` now carries the session; an older one is closed (it is superseded)."""
+        if session.attachment is not None:
+            session.attachment.close(CLOSE_SUPERSEDED, "a newer connection took over this session")
+        session.attachment = attachment
+        session.detached_since = None
+        session.link.connection_made()
+
+    def _detach(self, session: Session, attachment: object) -> None:
+        if session.attachment is attachment:
+            session.attachment = None
+            session.detached_since = self.clock()
+            session.link.connection_lost()
+
+    # --- the session loop -----------------------------------------------------------------
+
+    async def _run(self, session: Session) -> None:
+        """Timers, events and output of one session, until it is closed."""
+        link = session.link
+        while not session.closed:
+            deadline = link.next_deadline()
+            timeout = None if deadline is None else max(0.0, deadline - self.clock())
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(session.wake.wait(), timeout)
+            session.wake.clear()
+            link.tick()
+            for event in link.events():
+                try:
+                    self._on_event(session, event)
+                except Exception:  # a bug must not take the session's loop down with it
+                    log.exception("session %s: failed to handle %r", session.sid, event)
+            if session.closed:
+                return
+            self._flush(session)
+
+    def _flush(self, session: Session) -> None:
+        att = session.attachment
+        if isinstance(att, _WsAttachment):
+            att.push(session.link.data_to_send())
+        elif isinstance(att, _PollAttachment) and session.link.pending_output:
+            att.ready.set()
+
+    def _on_event(self, session: Session, event: Event) -> None:
+        if isinstance(event, Message):
+            self._on_message(session, event)
+        elif isinstance(event, Connected):
+            log.info("session %s %s over %s by %s", session.sid, "resumed" if event.resumed else "opened",
+                     getattr(session.attachment, "kind", "?"), session.link.peer_agent or "a client")
+        elif isinstance(event, LinkDead):
+            log.info("session %s: connection dead: %s", session.sid, event.reason)
+            att = session.attachment
+            if att is not None:
+                att.close(CLOSE_DEAD, "heartbeat timeout")
+                self._detach(session, att)
+        elif isinstance(event, Goodbye):
+            log.info("session %s closed by the client", session.sid)
+            task = asyncio.create_task(self._close_session(session, 1000, "bye"))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+        elif isinstance(event, PeerError):
+            log.warning("session %s: client reported %s: %s", session.sid, event.code, event.message)
+
+    def _on_message(self, session: Session, msg: Message) -> None:
+        rid = msg.body.get("rid", "")
+        if msg.type is Type.CHAT:
+            earlier = self.registry.claim(rid, session.sid)
+            if earlier is None:
+                session.turns[rid] = asyncio.create_task(self._generate(session, rid, msg.body))
+            elif rid not in session.turns:  # in flight: its reply is already streaming
+                self._send(session, Type.ERROR, {
+                    "rid": rid, "code": "duplicate_request",
+                    "message": f"Request {rid} was already received and answered; a request id is used once.",
+                    "action": "Send the question again as a new request (a new id) to get a new reply.",
+                })
+        elif msg.type is Type.CANCEL:
+            turn = session.turns.get(rid)
+            if turn is not None:
+                turn.cancel()
+        elif msg.type is Type.OUTFIT:
+            log.info("session %s: outfit %s", session.sid, msg.body["outfit"])
+
+    def _send(self, session: Session, kind: Type, body: dict[str, Any]) -> None:
+        if not session.closed:
+            session.link.send(kind, body)
+            session.wake.set()
+
+    async def _generate(self, session: Session, rid: str, body: dict[str, Any]) -> None:
+        """Relay one reply token by token; errors and cancels end it with a clear envelope."""
+        sent = 0
+        upstream: Upstream | None = None
+        try:
+            req = ChatRequest(
+                messages=body["messages"], max_tokens=body.get("max_tokens", 128),
+                temperature=body.get("temperature", 0.7), seed=body.get("seed"), stop=body.get("stop", []),
+            )
+            upstream = await self.pool.pick()
+            async with contextlib.aclosing(upstream.stream(req)) as stream:
+                async for item in stream:
+                    if isinstance(item, Finished):
+                        self._send(session, Type.DONE, {"rid": rid, "reason": item.reason, "tokens": sent,
+                                                        "timings": item.timings})
+                        return
+                    if session.link.backlog >= self.config.replay_limit:
+                        self._send(session, Type.ERROR, {
+                            "rid": rid, "code": "replay_overflow",
+                            "message": f"The reply outgrew the gateway's replay buffer "
+                                       f"({self.config.replay_limit} messages) while the app was not "
+                                       "receiving; the rest was dropped.",
+                            "action": "Check the network connection, then ask again.",
+                        })
+                        return
+                    self._send(session, Type.TOKEN, {"rid": rid, "i": sent, "text": item.text})
+                    sent += 1
+        except UpstreamError as exc:
+            log.warning("session %s: reply %s failed: %s", session.sid, rid, exc)
+            if upstream is not None and exc.code in _UPSTREAM_FAULTS:
+                self.pool.report_failure(upstream)
+            self._send(session, Type.ERROR, {"rid": rid, "code": exc.code, "message": exc.message,
+                                             "action": ACTIONS.get(exc.code, "Ask again.")})
+        except ValueError as exc:
+            self._send(session, Type.ERROR, {"rid": rid, "code": "bad_request", "message": str(exc),
+                                             "action": "Fix the request and send it again."})
+        except asyncio.CancelledError:
+            self._send(session, Type.DONE, {"rid": rid, "reason": "cancelled", "tokens": sent})
+            raise
+        finally:
+            session.turns.pop(rid, None)
+
+    # --- WebSocket ------------------------------------------------------------------------
+
+    async def websocket(self, ws: WebSocket) -> None:
+        identity = await self.authenticate(ws)
+        if identity is None:
+            await ws.close(CLOSE_UNAUTHORIZED)  # before accept: the handshake gets HTTP 403
+            return
+        await ws.accept()
+        try:
+            first = await asyncio.wait_for(self._ws_frame(ws), self.config.handshake_timeout)
+        except (TimeoutError, WebSocketDisconnect):
+            with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+                await ws.close(CLOSE_DEAD)
+            return
+        try:
+            hello = decode(first, self.config.max_frame_bytes)
+            if hello.type is not Type.HELLO:
+                raise ProtocolError("hello_required", "the first envelope on a connection must be 'hello'")
+        except ProtocolError as exc:
+            with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+                await ws.send_text(_error_frame(exc.code, exc.message, exc.action).decode())
+                await ws.close(exc.close_code)
+            return
+        session = self._open_session(hello, identity)
+        att = _WsAttachment()
+        self._attach(session, att)
+        writer = asyncio.create_task(self._ws_writer(ws, att))
+        try:
+            frame = first
+            while session.attachment is att:
+                try:
+                    session.link.receive(frame)
+                except ProtocolError as exc:
+                    log.warning("session %s: bad envelope from the client: %s", session.sid, exc)
+                    att.push(session.link.data_to_send())
+                    att.close(exc.close_code, exc.code)
+                    break
+                finally:
+                    session.wake.set()
+                frame = await self._ws_frame(ws)
+        except WebSocketDisconnect:
+            pass
+        finally:
+            self._detach(session, att)
+            att.close(att.close_code, att.close_reason)
+            await writer
+
+    @staticmethod
+    async def _ws_frame(ws: WebSocket) -> bytes | str:
+        msg = await ws.receive()
+        if msg["type"] == "websocket.disconnect":
+            raise WebSocketDisconnect(msg.get("code", 1000))
+        return msg.get("text") if msg.get("text") is not None else msg.get("bytes", b"")
+
+    @staticmethod
+    async def _ws_writer(ws: WebSocket, att: _WsAttachment) -> None:
+        with contextlib.suppress(Exception):  # the socket may already be gone: nothing to do
+            while (frame := await att.queue.get()) is not None:
+                await ws.send_text(frame.decode())
+            await ws.close(att.close_code, att.close_reason)
+
+    # --- long-poll ------------------------------------------------------------------------
+
+    async def longpoll_send(self, request: Request) -> Response:
+        identity = await self.authenticate(request)
+        if identity is None:
+            return _error_response(401, "unauthorized", "this device is not allowed to connect",
+                                   "Pair the device with the server again.")
+        try:
+            frames = await _read_ndjson(request, self.config.max_frame_bytes)
+        except ProtocolError as exc:
+            status = 413 if exc.code == "frame_too_large" else 400
+            return _error_response(status, exc.code, exc.message, exc.action)
+        if not frames:
+            return _error_response(400, "bad_request", "the request carries no envelopes",
+                                   "Send one envelope per line.")
+        try:
+            first = decode(frames[0], self.config.max_frame_bytes)
+        except ProtocolError as exc:
+            return _error_response(400, exc.code, exc.message, exc.action)
+        if first.type is Type.HELLO:
+            session = self._open_session(first, identity)
+            att: _PollAttachment = _PollAttachment()
+            self._attach(session, att)
+        else:
+            found = self._polled_session(request)
+            if isinstance(found, Response):
+                return found
+            session, att = found
+        try:
+            for frame in frames:
+                session.link.receive(frame)
+        except ProtocolError as exc:
+            log.warning("session %s: bad envelope from the client: %s", session.sid, exc)
+            self._detach(session, att)
+            return _error_response(400, exc.code, exc.message, exc.action)
+        finally:
+            session.wake.set()
+        if first.type is Type.HELLO:  # answer with the welcome (and any replay) at once
+            return _ndjson(session.link.data_to_send())
+        return Response(status_code=204)
+
+    async def longpoll_poll(self, request: Request) -> Response:
+        identity = await self.authenticate(request)
+        if identity is None:
+            return _error_response(401, "unauthorized", "this device is not allowed to connect",
+                                   "Pair the device with the server again.")
+        found = self._polled_session(request)
+        if isinstance(found, Response):
+            return found
+        session, att = found
+        try:
+            ack = int(request.query_params.get("ack", ""))
+            if ack < 0:
+                raise ValueError
+            hold = float(request.query_params.get("hold", self.config.longpoll_hold))
+            if not 0 <= hold < math.inf:
+                raise ValueError
+            hold = min(hold, self.config.longpoll_hold)
+        except ValueError:
+            return _error_response(400, "bad_request", "'ack' must be a non-negative integer, 'hold' "
+                                   "a number of seconds", "This is a bug in the client; update Stella.")
+        att.poll_id += 1
+        mine = att.poll_id
+        att.ready.set()  # an older poll still waiting returns now
+        try:
+            session.link.resync(ack)
+        except ProtocolError as exc:
+            self._detach(session, att)
+            return _error_response(400, exc.code, exc.message, exc.action)
+        session.link.acked_out_of_band()
+        session.wake.set()
+        deadline = self.clock() + hold
+        while True:
+            await asyncio.sleep(0)  # let an older poll see it lost, and the loop run its timers
+            if att.closed or session.attachment is not att:
+                return _error_response(409, "not_attached", "this session is not carried by long-poll now",
+                                       "Send a hello to open or resume the session.")
+            if att.poll_id != mine:
+                return _ndjson([])
+            frames = session.link.data_to_send()
+            if frames:
+                return _ndjson(frames)
+            att.ready.clear()
+            remaining = deadline - self.clock()
+            if remaining <= 0:
+                return _ndjson([])
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(att.ready.wait(), remaining)
+
+    def _polled_session(self, request: Request) -> tuple[Session, _PollAttachment] | Response:
+        session = self.registry.get(request.query_params.get("sid", ""))
+        if session is None or not isinstance(session.attachment, _PollAttachment):
+            return _error_response(409, "not_attached", "no long-poll session with that id is open here",
+                                   "Send a hello to open or resume the session.")
+        return session, session.attachment
+
+    # --- health ---------------------------------------------------------------------------
+
+    async def health(self, request: Request) -> Response:
+        results = await asyncio.gather(*(u.health() for u in self.upstreams))
+        upstreams = [{"url": u.base_url, "api": u.api, "ok": h.ok, "loading": h.loading,
+                      "idle_slots": h.idle_slots, "detail": h.detail}
+                     for u, h in zip(self.upstreams, results, strict=True)]
+        ok = any(h.ok for h in results)
+        body = {"status": "ok" if ok else "degraded", "sessions": len(self.registry), "upstreams": upstreams}
+        return JSONResponse(body, 200 if ok else 503)
+
+
+def _ndjson(frames: list[bytes]) -> Response:
+    return Response(b"".join(f + b"\n" for f in frames), 200, media_type=NDJSON)
+
+
+def _error_frame(code: str, message: str, action: str) -> bytes:
+    """A link-level error envelope for a client that has no session (yet)."""
+    body = {"code": code, "message": message, "action": action}
+    return encode(Envelope(Type.ERROR, body=body, ts=int(time.time() * 1000)))
+
+
+def _error_response(status: int, code: str, message: str, action: str) -> Response:
+    return Response(_error_frame(code, message, action) + b"\n", status, media_type=NDJSON)
+
+
+async def _read_ndjson(request: Request, max_frame: int) -> list[bytes]:
+    """The request's envelopes, one per line, refusing bodies larger than 64 frames' worth."""
+    limit = max_frame * 64
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise ProtocolError("frame_too_large", f"a long-poll request over {limit} bytes",
+                                "Send fewer or shorter messages at once.")
+    return [line for line in bytes(body).split(b"\n") if line.strip()]
+
+
+def create_app(
+    config: LinkConfig,
+    upstreams: list[Upstream],
+    *,
+    authenticate: Authenticator = allow_all,
+    codec_factory: Callable[[], BodyCodec] = PlainCodec,
+    health_interval: float = 5.0,
+) -> Starlette:
+    """The gateway as an ASGI app; `app.state.gateway` is the `Gateway` behind it."""
+    gateway = Gateway(config, upstreams, authenticate=authenticate, codec_factory=codec_factory,
+                      health_interval=health_interval)
+    app = Starlette(
+        routes=[
+            WebSocketRoute("/link/ws", gateway.websocket),
+            Route("/link/send", gateway.longpoll_send, methods=["POST"]),
+            Route("/link/poll", gateway.longpoll_poll, methods=["GET"]),
+            Route("/health", gateway.health, methods=["GET"]),
+        ],
+        lifespan=gateway.lifespan,
+    )
+    app.state.gateway = gateway
+    return app
