@@ -171,7 +171,10 @@ class LlamaSection:
     threads: int = 2
     ctx: int = 2048
     parallel: int = 2
-    chat_template: str = "gemma"
+    # The bundled gemma3 270M is a base model with no template of its own: a plain
+    # "USER: … ASSISTANT: …" transcript (llama.cpp's built-in vicuna template) keeps its replies
+    # short and on topic, where the gemma turn markers make it echo the prompt.
+    chat_template: str = "vicuna"
 
 
 @dataclass

@@ -63,7 +63,7 @@ class LlamaServer:
         threads: int = 2,
         ctx: int = 2048,
         parallel: int = 2,
-        chat_template: str = "gemma",
+        chat_template: str = "vicuna",
         log_path: Path | None = None,
         extra_args: tuple[str, ...] = (),
     ) -> None:
