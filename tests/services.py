@@ -239,7 +239,11 @@ def static_http(root: Path) -> Iterator[str]:
 
 @contextlib.contextmanager
 def chromium() -> Iterator[object]:
-    """Debian's headless Chromium driven by Playwright, with a fresh profile; yields the context."""
+    """Debian's headless Chromium driven by Playwright, with a fresh profile; yields the context.
+
+    Playwright's sync API runs an event loop on this thread while open, so asyncio.run() fails
+    until it closes: hold it for a module at most, never for the whole session.
+    """
     _need(CHROMIUM, "chromium")
     from playwright.sync_api import sync_playwright
 

@@ -73,7 +73,7 @@ def http_root() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium_page(http_root: str):
     """tests/character/parity_page.html in headless Chromium, with the WebGL2 renderer loaded."""
     with services.chromium() as browser:
@@ -86,7 +86,7 @@ def chromium_page(http_root: str):
         yield page
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def webgl_render(chromium_page) -> Callable[[dict, tuple[int, int]], np.ndarray]:
     """Render a state with the WebGL2 renderer: premultiplied RGBA (H, W, 4), top row first."""
 
