@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from desktop import launcher
+from desktop.shell import WindowOptions
 from remote_api.logs import setup_logging
 from sidecar.models import cli as models_cli
 
@@ -16,16 +18,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default="INFO")
     sub = parser.add_subparsers(dest="cmd")
     models_cli.add_parser(sub)
-    run = sub.add_parser("run", help="start Stella (default: the embedded local server + app)")
+    run = sub.add_parser("run", help="start Stella (the default command): the window, or the terminal chat "
+                                      "without a display")
     run.add_argument("--server", help="use this gateway URL instead of starting the embedded default")
     run.add_argument("--config", type=Path, help="TOML config for the embedded gateway")
-    run.set_defaults(func=lambda a: launcher.run(a.server, a.config))
+    run.add_argument("--app-config", type=Path, help="TOML settings of the app (voice, persona, chat)")
+    run.add_argument("--store", type=Path, help="the encrypted database (default: in your user data folder)")
+    run.add_argument("--voice", choices=("auto", "off"), default="auto",
+                     help="auto: listen and speak when the models and sound devices allow; off: typed turns only")
+    run.set_defaults(func=_run)
     args = parser.parse_args(argv)
     setup_logging(args.log_level)
     if args.cmd is None:
-        parser.print_help()
-        return 0
+        args = parser.parse_args(["--log-level", args.log_level, "run"])
     return args.func(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    window = WindowOptions(config=args.app_config, voice=args.voice)
+    if args.store is not None:
+        window = replace(window, store=args.store)
+    return launcher.run(args.server, args.config, window)
 
 
 if __name__ == "__main__":

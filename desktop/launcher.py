@@ -1,8 +1,10 @@
-"""`stella run`: the embedded default — a local gateway (which starts its own llama-server with
-the bundled model) plus the user interface, all stopped together.
+"""`stella run`: the window (or, with no display, the terminal chat) on a gateway — by default
+the embedded one: a local gateway that starts its own llama-server with the bundled model, all
+stopped together.
 
 The gateway runs as a child process tied to ours (it dies with us, and takes llama-server with
-it), so closing the app never leaves an orphan behind.
+it), so closing the app never leaves an orphan behind. The window does not wait for it: it
+shows at once and its link indicator says "Connecting…" until the gateway answers.
 """
 
 from __future__ import annotations
@@ -14,10 +16,12 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import httpx
 
+from desktop.shell import WindowOptions, run_window
 from remote_api.llama_server import die_with_parent, free_port
 
 log = logging.getLogger(__name__)
@@ -32,8 +36,8 @@ def has_display(env: dict[str, str] | os._Environ[str] = os.environ) -> bool:
 
 
 @contextlib.contextmanager
-def embedded_gateway(config: Path | None = None, timeout: float = 120.0) -> Iterator[str]:
-    """Start `stella-server serve` on a free loopback port; yield its URL once healthy."""
+def embedded_gateway(config: Path | None = None, timeout: float = 120.0, wait: bool = True) -> Iterator[str]:
+    """Start `stella-server serve` on a free loopback port; yield its URL (once healthy if `wait`)."""
     port = free_port()
     cmd = [sys.executable, "-m", "remote_api.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
     if config is not None:
@@ -41,7 +45,8 @@ def embedded_gateway(config: Path | None = None, timeout: float = 120.0) -> Iter
     proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_healthy(proc, url, timeout)
+        if wait:
+            _wait_healthy(proc, url, timeout)
         yield url
     finally:
         proc.terminate()
@@ -65,17 +70,20 @@ def _wait_healthy(proc: subprocess.Popen, url: str, timeout: float) -> None:
     raise LaunchError(f"the local Stella server did not become ready within {timeout:.0f} s")
 
 
-def run(server: str | None, config: Path | None) -> int:
-    """Start the app on `server`, or on the embedded default when no server is given."""
+def run(server: str | None, config: Path | None, window: WindowOptions | None = None) -> int:
+    """Start the app on `server`, or on the embedded default when no server is given.
+
+    The window opens when there is a display; `window` carries its options (store, voice…).
+    """
+    show_window = has_display()
     with contextlib.ExitStack() as stack:
         if server is None:
             print("Starting the embedded default: local llama-server with the bundled model + gateway…",
                   flush=True)
-            server = stack.enter_context(embedded_gateway(config))
-        if has_display():
-            print("The desktop window is not part of this build yet; starting the terminal chat.", flush=True)
-        else:
-            print("No display found (DISPLAY / WAYLAND_DISPLAY are unset): starting the terminal chat "
-                  "instead of the desktop window.", flush=True)
+            server = stack.enter_context(embedded_gateway(config, wait=not show_window))
+        if show_window:
+            return run_window(replace(window or WindowOptions(), server=server))
+        print("No display found (DISPLAY / WAYLAND_DISPLAY are unset): starting the terminal chat "
+              "instead of the desktop window.", flush=True)
         chat = subprocess.run([sys.executable, "-m", "remote_api.chat_cli", "--server", server, "--interactive"])
     return chat.returncode

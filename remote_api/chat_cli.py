@@ -3,9 +3,16 @@
     stella-chat --server http://host:8765 "Tell me a joke"
     stella-chat --server URL --jsonl "Hi" | jq .      # one JSON event per line, with timings
     stella-chat --server URL --interactive             # a conversation, one message per line
+    stella-chat --server URL --pair CODE --credentials me.json "Hi"   # pair once (code from
+    stella-chat --credentials me.json "Hi"                             # `stella-server device add`)
+
+A local gateway (loopback) needs no pairing: its own credentials are found by themselves.
+Several --server URLs (replicas sharing state) are tried in turn; https is verified (--ca-file
+for a private CA).
 
 Exit codes: 0 the reply arrived; 1 the server answered with an error (printed with what to
 do); 2 bad usage; 3 the gateway could not be reached; 4 the reply did not finish in --timeout;
+5 the gateway refused this device (code used, device revoked, untrusted certificate);
 130 interrupted by Ctrl-C (which cancels the reply on the server first).
 """
 
@@ -18,12 +25,17 @@ import json
 import signal
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
-from remote_api.client import Done, Error, LinkClient, LinkError, LinkStatus, Token
+from remote_api.client import Done, Error, LinkClient, LinkError, LinkRefused, LinkStatus, Token
+from remote_api.credentials import Credentials, CredentialsRejected, pair
 from remote_api.link_config import LinkConfig
+from remote_api.tls import client_context
+from remote_api.transport import TransportClosed
 
-EXIT_OK, EXIT_REPLY_ERROR, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_TIMEOUT, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+EXIT_OK, EXIT_REPLY_ERROR, EXIT_USAGE, EXIT_UNREACHABLE, EXIT_TIMEOUT = 0, 1, 2, 3, 4
+EXIT_REFUSED, EXIT_INTERRUPTED = 5, 130
 
 
 class _Printer:
@@ -149,16 +161,46 @@ async def _stdin_lines() -> asyncio.StreamReader:
     return reader
 
 
+async def credentials(args: argparse.Namespace, out: _Printer) -> Credentials | int | None:
+    """The device's credentials: paired now (--pair, saved to --credentials), read from
+    --credentials, or None (a local gateway's own are found by the client). An int: exit code."""
+    if not args.pair:
+        return Credentials.load(args.credentials) if args.credentials else None
+    try:
+        creds = await pair(args.server[0], args.pair, verify=client_context(args.ca_file),
+                           timeout=args.connect_timeout)
+    except CredentialsRejected as exc:
+        out.event("error", code=exc.code, message=exc.message)
+        out.error(f"pairing failed: {exc}")
+        return EXIT_REFUSED
+    except TransportClosed as exc:
+        out.event("error", code="unreachable", message=str(exc))
+        out.error(f"pairing failed: {exc}. Check the --server URL.")
+        return EXIT_UNREACHABLE
+    if args.credentials:
+        creds.save(args.credentials)
+    out.event("paired", device_id=creds.device_id, saved=str(args.credentials or ""))
+    return creds
+
+
 async def run(args: argparse.Namespace) -> int:
     out = _Printer(args.jsonl, time.monotonic())
+    creds = await credentials(args, out)
+    if isinstance(creds, int):
+        return creds
     config = LinkConfig(connect_timeout=args.connect_timeout)
-    client = LinkClient(args.server, config, transport=args.transport, on_status=out.status,
-                        agent="stella-chat")
+    client = LinkClient(args.server or [creds.gateway_url], config, transport=args.transport,
+                        on_status=out.status, agent="stella-chat", credentials=creds, ca_file=args.ca_file)
     session = _Session(args, out, client)
     with contextlib.suppress(NotImplementedError):  # no loop signal handlers on Windows
         asyncio.get_running_loop().add_signal_handler(signal.SIGINT, session.on_sigint)
     try:
         await client.connect(args.connect_timeout)
+    except LinkRefused as exc:
+        out.event("error", code=exc.code, message=str(exc), action=exc.action)
+        out.error(f"{exc}. {exc.action}")
+        await client.close()
+        return EXIT_REFUSED
     except LinkError as exc:
         out.event("error", code="unreachable", message=str(exc))
         out.error(f"{exc}. Check the --server URL and that `stella-server serve` is running there.")
@@ -177,7 +219,13 @@ async def run(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stella-chat", description="Ask a Stella gateway one question.")
     parser.add_argument("prompt", nargs="?", help="the question (default: read from stdin)")
-    parser.add_argument("--server", required=True, help="gateway URL, e.g. http://127.0.0.1:8765")
+    parser.add_argument("--server", action="append", default=[],
+                        help="gateway URL, e.g. http://127.0.0.1:8765; repeat for replicas (tried in turn)")
+    parser.add_argument("--pair", metavar="CODE", help="pair this device first, with a code from "
+                        "`stella-server device add NAME` (saved to --credentials)")
+    parser.add_argument("--credentials", type=Path, metavar="FILE",
+                        help="the device's credentials (written by --pair, read otherwise)")
+    parser.add_argument("--ca-file", type=Path, help="CA certificate to verify an https gateway with")
     parser.add_argument("-i", "--interactive", action="store_true",
                         help="a conversation: one message per line (history kept in this process)")
     parser.add_argument("--system", help="a system message to send first")
@@ -201,8 +249,17 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("give a prompt (as an argument or on stdin), or use --interactive")
     if not 1 <= args.max_tokens <= 8192 or not 0 <= args.temperature <= 5:
         parser.error("--max-tokens must be 1-8192 and --temperature 0-5")
-    if not args.server.startswith(("http://", "https://")):
-        parser.error(f"--server {args.server!r} must look like http://host:port")
+    if not args.server and not (args.credentials and not args.pair):
+        parser.error("give --server URL (or --credentials FILE of a paired device)")
+    for url in args.server:
+        if not url.startswith(("http://", "https://")):
+            parser.error(f"--server {url!r} must look like http://host:port")
+    try:
+        client_context(args.ca_file)
+        if args.credentials and not args.pair:
+            Credentials.load(args.credentials)
+    except ValueError as exc:
+        parser.error(str(exc))
     try:
         return asyncio.run(run(args))
     except KeyboardInterrupt:

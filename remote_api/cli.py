@@ -1,9 +1,14 @@
-"""`stella-server`: run the gateway (`serve`) or ask a running one how it is (`health`).
+"""`stella-server`: run the gateway (`serve`), manage the devices allowed to use it (`device
+add|list|revoke`), or ask a running one how it is (`health`).
 
 With no upstream URL, `serve` runs the embedded default: it starts a local llama-server with
 the provisioned model, restarts it if it crashes, and stops it on exit (SIGINT/SIGTERM shut
-down cleanly; the child also dies with us if we are killed). Device pairing (`device
-add/list/revoke`) arrives with authentication in a later release.
+down cleanly; the child also dies with us if we are killed).
+
+Every link request must come from a paired device (`device add NAME` prints a one-time code).
+A gateway on loopback without Redis also pairs its own *local* device at start and leaves its
+credentials for this user's clients, so the embedded default (`stella run`) needs no setup.
+Anywhere else: pair devices, and serve TLS (`--tls-cert/--tls-key`) or sit behind a TLS proxy.
 """
 
 from __future__ import annotations
@@ -15,30 +20,51 @@ import json
 import logging
 import signal
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import uvicorn
 from starlette.applications import Starlette
 
-from remote_api.config import ConfigError, ServerConfig, load_config
-from remote_api.gateway import create_app
+from remote_api.app import build_app, local_device, open_state
+from remote_api.config import ConfigError, ServerConfig, TlsSection, load_config
+from remote_api.credentials import LOOPBACK
 from remote_api.link_config import LinkConfig
 from remote_api.llama_server import LlamaServer, LlamaServerError, default_binary
 from remote_api.logs import setup_logging
+from remote_api.pairing import issue_code
+from remote_api.state import GatewayState, StateError
+from remote_api.tls import client_context
 from remote_api.upstream import Upstream
 
 log = logging.getLogger(__name__)
 
 
-def make_server(app: Starlette, host: str, port: int, link: LinkConfig) -> uvicorn.Server:
+def make_server(app: Starlette, host: str, port: int, link: LinkConfig,
+                tls: TlsSection | None = None) -> uvicorn.Server:
     """uvicorn as the gateway needs it: websockets (sans-I/O) with the link's own heartbeat."""
+    tls = tls or TlsSection()
+    for path in (tls.cert, tls.key):
+        if path is not None and not Path(path).is_file():
+            raise ConfigError(f"TLS file {path} does not exist; give PEM files to --tls-cert and --tls-key")
     config = uvicorn.Config(
         app, host=host, port=port, ws="websockets-sansio", ws_ping_interval=None, ws_ping_timeout=None,
         ws_max_size=link.max_frame_bytes * 2, ws_per_message_deflate=False, lifespan="on",
         log_config=None, access_log=False, timeout_graceful_shutdown=3,
+        ssl_certfile=tls.cert and str(tls.cert), ssl_keyfile=tls.key and str(tls.key),
     )
     return uvicorn.Server(config)
+
+
+def _load(args: argparse.Namespace) -> ServerConfig:
+    """The config file, then the command line's overrides of where state lives."""
+    cfg = load_config(ServerConfig, args.config)
+    if args.data_dir is not None:
+        cfg.state.data_dir = args.data_dir
+    if args.redis is not None:
+        cfg.state.redis = args.redis
+    return cfg
 
 
 def _default_model() -> Path:
@@ -62,7 +88,9 @@ def _stop_on_sigterm(signum: int, frame: object) -> None:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _stop_on_sigterm)
-    cfg = load_config(ServerConfig, args.config)
+    cfg = _load(args)
+    if args.tls_cert or args.tls_key:
+        cfg.tls = TlsSection(args.tls_cert or cfg.tls.cert, args.tls_key or cfg.tls.key)
     gw = cfg.gateway
     gw.host = args.host or gw.host
     gw.port = gw.port if args.port is None else args.port
@@ -90,18 +118,77 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 async def _serve(cfg: ServerConfig, urls: list[str], llama: LlamaServer | None) -> None:
     upstreams = [Upstream(url, cfg.gateway.api) for url in urls]
-    app = create_app(cfg.link, upstreams)
-    server = make_server(app, cfg.gateway.host, cfg.gateway.port, cfg.link)
+    gw = cfg.gateway
+    url = f"{'https' if cfg.tls.cert else 'http'}://{gw.host}:{gw.port}"
+    state = open_state(cfg)
     supervisor = asyncio.create_task(llama.supervise()) if llama is not None else None
-    log.info("gateway for %s (%s API) on http://%s:%d", ", ".join(urls), cfg.gateway.api,
-             cfg.gateway.host, cfg.gateway.port)
     try:
-        await server.serve()  # returns after SIGINT/SIGTERM and a graceful shutdown
+        server = make_server(await build_app(cfg, upstreams, state), gw.host, gw.port, cfg.link, cfg.tls)
+        async with contextlib.AsyncExitStack() as stack:
+            if gw.host in LOOPBACK and not state.shared:
+                await stack.enter_async_context(local_device(state, url, gw.port))
+            elif gw.host not in LOOPBACK and not cfg.tls.cert:
+                log.warning("listening on %s without TLS: access tokens cross the network in clear (bodies stay "
+                            "sealed); serve with --tls-cert/--tls-key or behind a TLS proxy", gw.host)
+            log.info("gateway for %s (%s API) on %s; state: %s", ", ".join(urls), gw.api, url,
+                     cfg.state.redis or getattr(state, "path", ""))
+            await server.serve()  # returns after SIGINT/SIGTERM and a graceful shutdown
     finally:
         if supervisor is not None:
             supervisor.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await supervisor
+        await state.close()
+
+
+def cmd_device(args: argparse.Namespace) -> int:
+    cfg = _load(args)
+    return asyncio.run(_device(args, cfg, open_state(cfg)))
+
+
+async def _device(args: argparse.Namespace, cfg: ServerConfig, state: GatewayState) -> int:
+    try:
+        now = time.time()
+        if args.action == "add":
+            ttl = args.code_ttl or cfg.auth.pairing_code_ttl
+            code = await issue_code(state, args.name, now, ttl)
+            print(f"Pairing code for {args.name!r}: {code}  (use it once, within {ttl / 60:g} min)")
+            print(f"On that device: stella-chat --server https://THIS-SERVER:{cfg.gateway.port} --pair {code} "
+                  "--credentials FILE")
+        elif args.action == "list":
+            devices = await state.devices()
+            if args.json:
+                print(json.dumps([{"name": d.name, "id": d.id, "revoked": d.revoked, "created": d.created,
+                                   "last_refresh": d.last_refresh, "local": d.local} for d in devices], indent=2))
+            elif not devices:
+                print("No devices are paired. Pair one with: stella-server device add NAME")
+            else:
+                print(f"{'NAME':<24} {'ID':<16} {'STATE':<8} {'PAIRED':<17} LAST TOKEN")
+                for d in devices:
+                    print(f"{d.name:<24} {d.id:<16} {'revoked' if d.revoked else 'active':<8} {_when(d.created):<17} "
+                          f"{_when(d.last_refresh)}")
+        elif args.jti:
+            await state.revoke_token(args.jti, now + cfg.auth.token_ttl + 60)
+            print(f"Revoked token {args.jti}: it is refused from now on, open sessions end within "
+                  f"{cfg.auth.recheck_interval:g} s.")
+        else:
+            device = await state.revoke_device(args.name, now)
+            if device is None:
+                print(f"stella-server: no active device named {args.name!r} (see stella-server device list)",
+                      file=sys.stderr)
+                return 1
+            print(f"Revoked device {device.name!r} ({device.id}): its tokens and credentials are refused from now "
+                  f"on, open sessions end within {cfg.auth.recheck_interval:g} s.")
+        return 0
+    except ValueError as exc:
+        print(f"stella-server: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        await state.close()
+
+
+def _when(stamp: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp)) if stamp else "-"
 
 
 def cmd_health(args: argparse.Namespace) -> int:
@@ -111,7 +198,12 @@ def cmd_health(args: argparse.Namespace) -> int:
         host = "127.0.0.1" if gw.host in ("0.0.0.0", "::") else gw.host
         url = f"http://{host}:{gw.port}"
     try:
-        resp = httpx.get(url.rstrip("/") + "/health", timeout=args.timeout)
+        verify = client_context(args.ca_file)
+    except ValueError as exc:
+        print(f"stella-server health: {exc}", file=sys.stderr)
+        return 2
+    try:
+        resp = httpx.get(url.rstrip("/") + "/health", timeout=args.timeout, verify=verify)
         report = resp.json()
     except httpx.HTTPError as exc:
         print(f"stella-server health: cannot reach the gateway at {url} ({exc}). Is `stella-server serve` "
@@ -144,22 +236,48 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--api", choices=["chat", "completion"],
                        help="llama-server endpoint: /v1/chat/completions (chat) or /completion")
     serve.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    serve.add_argument("--tls-cert", type=Path, help="serve https/wss with this certificate chain (PEM)")
+    serve.add_argument("--tls-key", type=Path, help="... and this private key (PEM)")
+    _state_options(serve)
     serve.set_defaults(func=cmd_serve)
+
+    device = sub.add_parser("device", help="pair, list and revoke the devices allowed to connect")
+    actions = device.add_subparsers(dest="action", required=True, metavar="ACTION")
+    add = actions.add_parser("add", help="issue a one-time pairing code for a device called NAME")
+    add.add_argument("name")
+    add.add_argument("--code-ttl", type=float, help="seconds the code stays valid (default 600)")
+    listing = actions.add_parser("list", help="the paired devices")
+    listing.add_argument("--json", action="store_true")
+    revoke = actions.add_parser("revoke", help="revoke a device (all its tokens) or one token (--jti)")
+    target = revoke.add_mutually_exclusive_group(required=True)
+    target.add_argument("name", nargs="?", help="the device's name or id")
+    target.add_argument("--jti", help="revoke just the access token with this id")
+    for parser_ in (add, listing, revoke):
+        parser_.add_argument("--config", type=Path)
+        _state_options(parser_)
+    device.set_defaults(func=cmd_device)
 
     health = sub.add_parser("health", help="check a running gateway and its llama-servers")
     health.add_argument("--server", help="gateway URL (default: from --config, else http://127.0.0.1:8765)")
     health.add_argument("--config", type=Path)
     health.add_argument("--timeout", type=float, default=10.0)
     health.add_argument("--json", action="store_true", help="print the raw report")
+    health.add_argument("--ca-file", type=Path, help="CA certificate to verify an https gateway with")
     health.set_defaults(func=cmd_health)
     return parser
+
+
+def _state_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", type=Path, help="where devices and revocations are kept (default: "
+                        "~/.local/share/stella/gateway); not used with --redis")
+    parser.add_argument("--redis", metavar="URL", help="keep state in Redis, shared by gateway replicas")
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ConfigError, LlamaServerError) as exc:
+    except (ConfigError, LlamaServerError, StateError) as exc:
         print(f"stella-server: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

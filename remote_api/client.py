@@ -12,6 +12,14 @@ WebSocket; when one cannot be established (an HTTP answer to the upgrade, or
 keeps probing the WebSocket every `upgrade_probe_interval`, switching back as soon as it can.
 Every switch and reconnect resumes from (session id, last seq), so no token is lost or repeated.
 `on_status` receives `LinkStatus` updates (transport, reconnect countdown) for the UI.
+
+Security: with `credentials` (from pairing, `remote_api.credentials`) every request carries a
+fresh access token and message bodies are sealed end to end (`remote_api.seal`); https/wss
+certificates are verified (`ca_file` for a private CA). Without credentials, a loopback URL
+uses the local gateway's own device once that gateway has started (the embedded default needs
+no setup, and the app may start before its gateway).
+Given several URLs (gateway replicas sharing state through Redis) the client moves to the next
+one whenever a connection cannot be made, and resumes its session there.
 """
 
 from __future__ import annotations
@@ -22,22 +30,28 @@ import logging
 import random
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
+from remote_api.credentials import Credentials, CredentialsRejected, TokenSource, find_local_credentials
 from remote_api.envelope import ProtocolError, Type
 from remote_api.link_config import LinkConfig
 from remote_api.protocol import (
+    BodyCodec,
     Connected,
     LinkDead,
     LinkProtocol,
     Message,
     PeerError,
+    PlainCodec,
     Role,
     SessionLost,
 )
-from remote_api.transport import Transport, TransportClosed
+from remote_api.seal import SealCodec
+from remote_api.tls import client_context
+from remote_api.transport import AuthRejected, Transport, TransportClosed, Untrusted
 from remote_api.transport_longpoll import LongPollTransport
 from remote_api.transport_ws import UpgradeRefused, WebSocketTransport, ws_url
 
@@ -97,6 +111,16 @@ class LinkError(Exception):
     """The client could not reach the gateway; the message says what was tried."""
 
 
+class LinkRefused(LinkError):
+    """Retrying cannot help: the gateway refused the device (revoked, unknown credentials) or its
+    TLS certificate is not trusted. `code` says which, `action` what to do."""
+
+    def __init__(self, code: str, message: str, action: str = "Pair this device with the server again.") -> None:
+        super().__init__(message)
+        self.code = code
+        self.action = action
+
+
 class Turn:
     """One chat request's reply, as an async iterator of events ending with Done or Error."""
 
@@ -124,7 +148,7 @@ class Turn:
 class LinkClient:
     def __init__(
         self,
-        server_url: str,
+        server_url: str | Sequence[str],
         config: LinkConfig | None = None,
         *,
         transport: TransportChoice = "auto",
@@ -132,38 +156,84 @@ class LinkClient:
         on_outfit: Callable[[str], None] | None = None,
         headers: Mapping[str, str] | None = None,
         agent: str = "stella",
+        credentials: Credentials | TokenSource | None = None,
+        ca_file: str | Path | None = None,
+        seal: bool | None = None,
     ) -> None:
-        if not server_url.startswith(("http://", "https://")):
-            raise ValueError(f"server URL {server_url!r} must start with http:// or https://")
-        ws_url(server_url)  # refuse a malformed URL now, not on the first reconnect
-        self.server_url = server_url.rstrip("/")
+        urls = [server_url] if isinstance(server_url, str) else list(server_url)
+        for url in urls:
+            if not url.startswith(("http://", "https://")):
+                raise ValueError(f"server URL {url!r} must start with http:// or https://")
+            ws_url(url)  # refuse a malformed URL now, not on the first reconnect
+        if not urls:
+            raise ValueError("give at least one server URL")
+        self.urls = [url.rstrip("/") for url in urls]
+        self._url = 0
         self.config = config or LinkConfig()
         self.mode = transport
         self._on_status = on_status
         self._on_outfit = on_outfit
-        self._headers = dict(headers or {})  # the auth seam: a later issue adds the device JWT
-        self.link = LinkProtocol(Role.CLIENT, self.config, agent=agent)
+        self._headers = dict(headers or {})
+        self._ssl = client_context(ca_file)
+        self._seal = seal  # None: seal when there are credentials
+        self._find_local = credentials is None  # see `_local_credentials`
+        if isinstance(credentials, Credentials):
+            credentials = TokenSource(credentials, verify=self._ssl)
+        self.tokens: TokenSource | None = credentials
+        self.link = LinkProtocol(Role.CLIENT, self.config, agent=agent, codec=self._codec())
         self.status = LinkStatus("offline", detail="not connected yet")
         self._turns: dict[str, Turn] = {}
         self._wake = asyncio.Event()
         self._connected = asyncio.Event()
+        self._stopped = asyncio.Event()
+        self._refused: LinkRefused | None = None
+        self._rejections = 0  # token refusals in a row
         self._manager: asyncio.Task[None] | None = None
-        self._ws_failures = 0
-        self._ws_refused = False
+        self._ws_failures: dict[str, int] = {}  # per URL
+        self._ws_refused: set[str] = set()
         self._upgrade: WebSocketTransport | None = None
         self._closing = False
+
+    @property
+    def server_url(self) -> str:
+        """The gateway URL in use (or tried next)."""
+        return self.urls[self._url]
+
+    def _codec(self) -> BodyCodec:
+        seal = self.tokens is not None if self._seal is None else self._seal
+        return SealCodec(Role.CLIENT, self.tokens.link_key if self.tokens else b"") if seal else PlainCodec()
+
+    def _local_credentials(self) -> bool:
+        """Without credentials, until the first connection: has a gateway on this loopback URL
+        left its own device's credentials (the embedded default)? It may do so after we start."""
+        if not self._find_local or self.tokens is not None or self.link.ever_opened:
+            return False
+        local = find_local_credentials(self.server_url)
+        if local is None:
+            return False
+        self.tokens = TokenSource(local, verify=self._ssl)
+        self.link.use_codec(self._codec())
+        return True
 
     # --- lifecycle ------------------------------------------------------------------------
 
     async def connect(self, timeout: float | None = None) -> None:
-        """Start keeping the session up; return once it is open (LinkError after `timeout`)."""
+        """Start keeping the session up; return once it is open (LinkError after `timeout`,
+        LinkRefused as soon as the gateway refuses the device or its certificate is untrusted)."""
         if self._manager is None:
             self._manager = asyncio.create_task(self._maintain(), name="link-client")
+        waits = [asyncio.ensure_future(self._connected.wait()), asyncio.ensure_future(self._stopped.wait())]
         try:
-            await asyncio.wait_for(self._connected.wait(), timeout)
-        except TimeoutError:
-            raise LinkError(f"could not reach the Stella server at {self.server_url} within {timeout:g} s "
-                            f"({self.status.detail})") from None
+            await asyncio.wait(waits, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for waiter in waits:
+                waiter.cancel()
+        if self._refused is not None:
+            raise self._refused
+        if not self._connected.is_set():
+            where = " or ".join(self.urls)
+            raise LinkError(f"could not reach the Stella server at {where} within {timeout:g} s "
+                            f"({self.status.detail})")
 
     async def close(self) -> None:
         """End the session (the gateway frees it) and stop reconnecting."""
@@ -223,6 +293,25 @@ class LinkClient:
     # --- keeping the session up -----------------------------------------------------------
 
     async def _maintain(self) -> None:
+        try:
+            await self._keep_up()
+        except LinkRefused as exc:
+            self._refuse(exc)
+        except CredentialsRejected as exc:
+            self._refuse(LinkRefused(exc.code, exc.message, exc.action))
+        except Untrusted as exc:
+            self._refuse(LinkRefused("untrusted_certificate", str(exc), "Give the CA certificate (--ca-file)."))
+
+    def _refuse(self, refused: LinkRefused) -> None:
+        """Stop for good: tell the waiting turns and whoever waits in `connect`."""
+        log.error("link stopped: %s", refused)
+        self._refused = refused
+        for rid, turn in list(self._turns.items()):
+            turn._put(Error(rid, refused.code, str(refused), refused.action))
+        self._set_status(LinkStatus("offline", detail=str(refused), session=self.link.sid))
+        self._stopped.set()
+
+    async def _keep_up(self) -> None:
         attempt = 0
         while not self._closing:
             transport, detail = await self._establish()
@@ -232,8 +321,12 @@ class LinkClient:
                 opened, detail = await self._run_connection(transport)
                 if opened:
                     attempt = 0
+                else:
+                    self._next_url()
                 if self._upgrade is not None:
                     continue  # the WebSocket probe succeeded: carry on over it at once
+            else:
+                self._next_url()
             if self._closing:
                 return
             delay = self._backoff(attempt)
@@ -248,31 +341,66 @@ class LinkClient:
         base = min(cfg.reconnect_max, cfg.reconnect_min * 2 ** min(attempt, 30))
         return base * random.uniform(1 - cfg.reconnect_jitter, 1 + cfg.reconnect_jitter)
 
+    def _next_url(self) -> None:
+        if len(self.urls) > 1:
+            self._url = (self._url + 1) % len(self.urls)
+            log.info("trying the next gateway: %s", self.server_url)
+
+    async def _request_headers(self, url: str) -> dict[str, str]:
+        """Headers for a request to `url`: a valid access token (refreshed there if due)."""
+        return self._headers | (await self.tokens.headers(url) if self.tokens else {})
+
+    def _rejected(self, exc: AuthRejected) -> None:
+        """The gateway refused the token: a new one next time; refused twice in a row, give up."""
+        if exc.status == 429 or self._local_credentials():
+            return  # rate limited (the backoff waits), or we have credentials now
+        self._rejections += 1
+        if self.tokens is not None and self._rejections < 2:
+            self.tokens.invalidate()
+            return
+        raise CredentialsRejected(exc.code, exc.message, exc.action or "Pair this device with the server again.")
+
     async def _establish(self) -> tuple[Transport | None, str]:
         """A transport to try next: the probed WebSocket, a new WebSocket, or long-poll."""
         if self._upgrade is not None:
             ws, self._upgrade = self._upgrade, None
             return ws, "upgraded"
+        url = self.server_url
+        self._local_credentials()
+        try:
+            headers = await self._request_headers(url)
+        except Untrusted:
+            raise
+        except TransportClosed as exc:  # the token refresh did not get through: try again later
+            return None, str(exc)
+        failures = self._ws_failures.get(url, 0)
         use_ws = self.mode == "websocket" or (
-            self.mode == "auto" and not self._ws_refused
-            and self._ws_failures < self.config.ws_failures_before_fallback)
+            self.mode == "auto" and url not in self._ws_refused
+            and failures < self.config.ws_failures_before_fallback)
         if use_ws:
             try:
-                ws = await WebSocketTransport.open(self.server_url, self.config, self._headers)
+                ws = await WebSocketTransport.open(url, self.config, headers, self._ssl)
             except UpgradeRefused as exc:
-                self._ws_refused = True
+                self._ws_refused.add(url)
                 detail = str(exc)
+            except AuthRejected as exc:
+                self._rejected(exc)
+                return None, str(exc)
+            except Untrusted:
+                raise
             except TransportClosed as exc:
-                self._ws_failures += 1
+                failures = self._ws_failures[url] = failures + 1
                 detail = str(exc)
             else:
-                self._ws_failures = 0
+                self._ws_failures[url] = 0
+                self._rejections = 0
                 return ws, "websocket open"
             log.info("%s", detail)
-            fall_back = self._ws_refused or self._ws_failures >= self.config.ws_failures_before_fallback
+            fall_back = url in self._ws_refused or failures >= self.config.ws_failures_before_fallback
             if self.mode == "websocket" or not fall_back:
                 return None, detail
-        return LongPollTransport(self.server_url, self.link, self.config, self._headers), "long-poll"
+        return LongPollTransport(url, self.link, self.config, lambda: self._request_headers(url),
+                                 self._ssl), "long-poll"
 
     async def _run_connection(self, transport: Transport) -> tuple[bool, str]:
         """Carry the session over `transport` until it dies; returns (welcomed, why it ended)."""
@@ -304,7 +432,7 @@ class LinkClient:
                     why = why or "moving to WebSocket"
                 for task in tasks:
                     if task.done() and not why:
-                        why = _task_outcome(task)
+                        why = self._outcome(task)
                 if why:
                     break
                 deadline = link.next_deadline()
@@ -322,12 +450,24 @@ class LinkClient:
             self._connected.clear()
         log.info("%s connection ended: %s", transport.kind, why)
         if not opened and transport.kind == "longpoll":
-            self._ws_failures = 0  # neither transport works: the network is down, not a proxy
+            self._ws_failures.clear()  # neither transport works: the network is down, not a proxy
         return opened, why
 
+    def _outcome(self, task: asyncio.Task[None]) -> str:
+        """Why a transport task ended; a refused token is dealt with, a refused device raises."""
+        exc = None if task.cancelled() else task.exception()
+        if isinstance(exc, AuthRejected):
+            self._rejected(exc)
+        elif isinstance(exc, CredentialsRejected | Untrusted):
+            raise exc
+        elif isinstance(exc, ProtocolError) and exc.code == "seal_required":  # no use retrying
+            raise LinkRefused(exc.code, exc.message, exc.action)
+        return _task_outcome(task)
+
     def _on_connected(self, transport: Transport, event: Connected) -> None:
-        log.info("link %s over %s (session %s)", "resumed" if event.resumed else "opened", transport.kind,
-                 event.sid)
+        log.info("link %s over %s to %s (session %s)", "resumed" if event.resumed else "opened", transport.kind,
+                 self.server_url, event.sid)
+        self._rejections = 0
         self._set_status(LinkStatus(transport.kind, connected=True, detail="connected", session=event.sid))
         self._connected.set()
 
@@ -351,12 +491,14 @@ class LinkClient:
         while True:
             await asyncio.sleep(self.config.upgrade_probe_interval)
             try:
-                ws = await WebSocketTransport.open(self.server_url, self.config, self._headers)
-            except TransportClosed as exc:
+                url = self.server_url
+                ws = await WebSocketTransport.open(url, self.config, await self._request_headers(url), self._ssl)
+            except (TransportClosed, CredentialsRejected) as exc:
                 log.debug("WebSocket probe failed: %s", exc)
                 continue
             log.info("WebSocket works again: moving the session over")
-            self._ws_refused, self._ws_failures = False, 0
+            self._ws_refused.discard(url)
+            self._ws_failures[url] = 0
             self._upgrade = ws
             self._wake.set()
             return

@@ -178,10 +178,56 @@ class LlamaSection:
 
 
 @dataclass
+class AuthSection:
+    """Device authentication and sealing (`remote_api.auth`, `remote_api.seal`)."""
+
+    token_ttl: float = 7200.0  # access tokens live this long (seconds)
+    pairing_code_ttl: float = 600.0  # a pairing code must be used within this time
+    max_failures: int = 10  # failed sign-ins from one address within `failure_window` s, then HTTP 429
+    failure_window: float = 60.0
+    recheck_interval: float = 5.0  # open sessions are checked against revocations this often
+    seal: bool = True  # seal message bodies end to end; off only to measure what it costs
+
+    def __post_init__(self) -> None:
+        for name in ("token_ttl", "pairing_code_ttl", "failure_window", "recheck_interval"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"auth setting '{name}' must be positive, got {getattr(self, name)!r}")
+        if self.max_failures < 1:
+            raise ValueError(f"auth setting 'max_failures' must be at least 1, got {self.max_failures!r}")
+
+
+@dataclass
+class StateSection:
+    """Where the gateway keeps devices, revocations and (with Redis) sessions."""
+
+    data_dir: Path | None = None  # None = the platform's data dir (~/.local/share/stella/gateway)
+    redis: str = ""  # redis://host:port/db: share everything with other replicas (no data dir then)
+
+    def __post_init__(self) -> None:
+        if self.redis and not self.redis.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError(f"state setting 'redis' must be a redis:// URL, got {self.redis!r}")
+
+
+@dataclass
+class TlsSection:
+    """Serve https/wss with this certificate chain and key (PEM files)."""
+
+    cert: Path | None = None
+    key: Path | None = None
+
+    def __post_init__(self) -> None:
+        if (self.cert is None) != (self.key is None):
+            raise ValueError("TLS needs both a certificate (--tls-cert) and its key (--tls-key)")
+
+
+@dataclass
 class ServerConfig:
     """Everything `stella-server` needs; passed down, never read from globals."""
 
     gateway: GatewaySection = field(default_factory=GatewaySection)
     llama: LlamaSection = field(default_factory=LlamaSection)
     link: LinkConfig = field(default_factory=LinkConfig)
+    auth: AuthSection = field(default_factory=AuthSection)
+    state: StateSection = field(default_factory=StateSection)
+    tls: TlsSection = field(default_factory=TlsSection)
     log_level: str = "INFO"

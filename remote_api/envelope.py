@@ -72,6 +72,16 @@ class ProtocolError(Exception):
         return {"code": self.code, "message": self.message, "action": self.action}
 
 
+class AuthError(ProtocolError):
+    """A request could not be authenticated; `status` is the HTTP answer (401, or 429 when rate
+    limited, with `retry_after` seconds). Nothing is created for a request refused this way."""
+
+    def __init__(self, code: str, message: str, action: str, status: int = 401, retry_after: float = 0.0) -> None:
+        super().__init__(code, message, action)
+        self.status = status
+        self.retry_after = retry_after
+
+
 @dataclass(frozen=True, slots=True)
 class Envelope:
     type: Type
@@ -88,6 +98,20 @@ def encode(env: Envelope) -> bytes:
     obj = {"v": env.v, "sid": env.sid, "seq": env.seq, "ack": env.ack, "t": str(env.type),
            "ts": env.ts, "b": env.body}
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def encode_body(body: Mapping[str, Any]) -> bytes:
+    """A body alone, in the same compact JSON as `encode` (what sealing encrypts)."""
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def header_ad(kind: Type, seq: int, sid: str, ts: int, v: int = VERSION) -> bytes:
+    """The parts of a data envelope's header that never change on a retransmit.
+
+    Sealing authenticates them with the body (associated data), so a body cannot be moved to
+    another session, position or type. `ack` is left out: it changes on every transmission.
+    """
+    return f"{v}|{sid}|{seq}|{kind}|{ts}".encode()
 
 
 def decode(data: bytes | str, max_bytes: int) -> Envelope:
@@ -174,14 +198,20 @@ def _stops(v: Any) -> bool:
 
 
 _SEED = lambda v: v is None or _count(-(2**31), 2**32)(v)  # noqa: E731
+_KEY_SHARE = _text(64)  # an X25519 public key, base64url (checked in full by remote_api.seal)
 
 # type -> {field: (check, required, what it must be)}
 BODY_SCHEMAS: dict[Type, dict[str, tuple[Check, bool, str]]] = {
-    Type.HELLO: {"agent": (_text(128), False, "a short string")},
+    Type.HELLO: {
+        "agent": (_text(128), False, "a short string"),
+        "kx": (_KEY_SHARE, False, "a key share (base64url)"),
+    },
     Type.WELCOME: {
         "resumed": (lambda v: isinstance(v, bool), True, "true or false"),
         "heartbeat_interval": (_number(0.001, 3600), True, "seconds"),
         "heartbeat_timeout": (_number(0.001, 3600), True, "seconds"),
+        "kx": (_KEY_SHARE, False, "a key share (base64url)"),
+        "e": (_text(16), False, "a key epoch id"),
     },
     Type.CHAT: {
         "rid": (_ident, True, f"an id of 1-{MAX_ID_LEN} characters"),

@@ -15,30 +15,38 @@ in the middle of a reply:
 - ``GET  /health``    the gateway and its upstreams.
 
 Generations stream from llama-server through `remote_api.upstream`; cancelling one closes the
-upstream HTTP stream, which is how llama-server stops. Security (device JWTs, body sealing)
-plugs into the `authenticate` and `codec_factory` seams.
+upstream HTTP stream, which is how llama-server stops. Security plugs into seams: `authenticate`
+(device JWTs, `remote_api.auth`), `recheck` (revocation of open sessions) and `codec_factory`
+(sealed bodies, `remote_api.seal`).
+
+With shared state (`sessions.shared`, Redis) several replicas serve the same sessions: each
+session is written to the store before any frame of it leaves (write-ahead), so the replica a
+client resumes on knows everything the client may have seen. It takes the session over
+(fencing the previous owner out) and generates any reply in flight again with the same seed,
+skipping the tokens already sent after checking they came out the same.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import logging
 import math
+import secrets
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route, WebSocketRoute
+from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from remote_api.envelope import Envelope, ProtocolError, Type, decode, encode
+from remote_api.envelope import AuthError, Envelope, ProtocolError, Type, decode, encode
 from remote_api.link_config import LinkConfig
 from remote_api.protocol import (
-    BodyCodec,
     Clock,
     Connected,
     Event,
@@ -46,9 +54,9 @@ from remote_api.protocol import (
     LinkDead,
     Message,
     PeerError,
-    PlainCodec,
 )
-from remote_api.session import Session, SessionRegistry
+from remote_api.session import CodecFactory, Session, SessionRegistry, TurnProgress, plain_codec
+from remote_api.state import MemorySessions, SessionStore, StateError
 from remote_api.upstream import ChatRequest, Finished, Upstream, UpstreamError, UpstreamPool
 
 log = logging.getLogger(__name__)
@@ -70,18 +78,35 @@ ACTIONS = {
     "no_healthy_upstream": "Start llama-server (or wait for it to load), then ask again.",
 }
 
+_STATE_DOWN = ("state_unavailable", "the gateway cannot reach its shared state (Redis)",
+               "Try again in a moment; if it persists, the server's operator must check Redis.")
+
+REPLY_DIVERGED = {
+    "code": "reply_diverged",
+    "message": "The gateway writing this reply stopped, and the model did not write the same beginning again, "
+               "so the rest could not be added to it.",
+    "action": "Ask again. (A reply survives a gateway failure when it is generated with temperature 0 or a "
+              "fixed seed.)",
+}
+
 # Failures that say the upstream itself is unwell (not the request): take it out of rotation.
 _UPSTREAM_FAULTS = frozenset({"unreachable", "broken_stream", "stalled", "bad_response"})
 
+# authenticate(conn): an identity for the session; None refuses without a reason (HTTP 403);
+# raising AuthError refuses with one (its status, and an error envelope saying what to do).
 Authenticator = Callable[[HTTPConnection], Awaitable[Any]]
+# recheck(identity): why an open session's client may no longer connect (None: it may).
+Rechecker = Callable[[Any], Awaitable[AuthError | None]]
 
 
 async def allow_all(conn: HTTPConnection) -> Any:
-    """The default `authenticate` hook: every client is welcome (device JWTs come later).
-
-    A real hook returns an identity for the session, or None to refuse the request.
-    """
+    """The default `authenticate` hook: every client is welcome (`remote_api.auth` checks devices)."""
     return "anonymous"
+
+
+def _who(identity: Any) -> str:
+    """An identity as replicas compare it: the device, not the token."""
+    return str(getattr(identity, "device_id", identity))
 
 
 class _WsAttachment:
@@ -128,16 +153,24 @@ class Gateway:
         upstreams: list[Upstream],
         *,
         authenticate: Authenticator = allow_all,
-        codec_factory: Callable[[], BodyCodec] = PlainCodec,
+        recheck: Rechecker | None = None,
+        codec_factory: CodecFactory = plain_codec,
+        sessions: SessionStore | None = None,
+        replica: str = "",
         clock: Clock = time.monotonic,
         health_interval: float = 5.0,
+        recheck_interval: float = 5.0,
     ) -> None:
         self.config = config
         self.upstreams = upstreams
         self.pool = UpstreamPool(upstreams, check_interval=health_interval)
         self.authenticate = authenticate
+        self.recheck = recheck
+        self.sessions: SessionStore = sessions or MemorySessions()
+        self.replica = replica or secrets.token_hex(6)
         self.clock = clock
         self.registry = SessionRegistry(config, clock=clock, codec_factory=codec_factory)
+        self._sweep_interval = min(5.0, config.session_ttl / 4, recheck_interval)
         self._sweeper: asyncio.Task[None] | None = None
         self._closing: set[asyncio.Task[None]] = set()  # sessions ended by a bye
 
@@ -145,24 +178,49 @@ class Gateway:
 
     @contextlib.asynccontextmanager
     async def lifespan(self, app: Starlette) -> AsyncIterator[None]:
-        self._sweeper = asyncio.create_task(self._sweep_expired(), name="session-sweeper")
+        self._sweeper = asyncio.create_task(self._sweep(), name="session-sweeper")
         try:
             yield
         finally:
             self._sweeper.cancel()
-            for session in self.registry:
-                await self._close_session(session, CLOSE_GOING_AWAY, "the gateway is shutting down")
+            for session in self.registry:  # shared sessions stay in the store for another replica
+                await self._close_session(session, CLOSE_GOING_AWAY, "the gateway is shutting down", forget=False)
             await self.pool.aclose()
 
-    async def _sweep_expired(self) -> None:
+    async def _sweep(self) -> None:
+        """Expire abandoned sessions, end those whose device lost its right, keep shared ones alive."""
         while True:
-            await asyncio.sleep(min(5.0, self.config.session_ttl / 4))
-            for session in self.registry.expired():
-                log.info("session %s expired after %.0f s without a connection", session.sid,
-                         self.config.session_ttl)
-                await self._close_session(session, CLOSE_GOING_AWAY, "session expired")
+            await asyncio.sleep(self._sweep_interval)
+            try:
+                for session in self.registry.expired():
+                    log.info("session %s expired after %.0f s without a connection", session.sid,
+                             self.config.session_ttl)
+                    await self._close_session(session, CLOSE_GOING_AWAY, "session expired")
+                if self.recheck is not None:
+                    await self._recheck_all()
+                await self.sessions.keep_alive([s.sid for s in self.registry])
+            except StateError as exc:
+                log.warning("session sweep: %s", exc)
 
-    async def _close_session(self, session: Session, code: int, reason: str) -> None:
+    async def _recheck_all(self) -> None:
+        assert self.recheck is not None
+        verdicts: dict[tuple[str, str], AuthError | None] = {}  # many sessions share a device and token
+        for session in self.registry:
+            key = (_who(session.identity), str(getattr(session.identity, "jti", "")))
+            if key not in verdicts:
+                verdicts[key] = await self.recheck(session.identity)
+            refused = verdicts[key]
+            if refused is None or session.closed:
+                continue
+            if refused.code == "token_expired":  # the session stays: the client reconnects with a new token
+                if session.attachment is not None:
+                    session.attachment.close(CLOSE_UNAUTHORIZED, refused.message)
+                    self._detach(session, session.attachment)
+            else:
+                log.info("session %s ended: %s", session.sid, refused.message)
+                await self._close_session(session, CLOSE_UNAUTHORIZED, refused.message)
+
+    async def _close_session(self, session: Session, code: int, reason: str, *, forget: bool = True) -> None:
         self.registry.remove(session)
         if session.attachment is not None:
             session.attachment.close(code, reason)
@@ -171,12 +229,74 @@ class Gateway:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if forget:
+            await self.sessions.drop_session(session.sid, self.replica)
 
-    def _open_session(self, hello: Envelope, identity: Any) -> Session:
-        session = self.registry.open(hello, identity)
+    def _let_go(self, session: Session, reason: str) -> None:
+        """Another replica owns the session now: drop it here without a word to the client."""
+        log.info("session %s: %s", session.sid, reason)
+        self.registry.remove(session)
+        if session.attachment is not None:
+            session.attachment.close(CLOSE_SUPERSEDED, reason)
+            session.attachment = None
+        me = asyncio.current_task()
+        for task in [*session.turns.values(), session.runner]:
+            if task is not None and task is not me:
+                task.cancel()
+        session.wake.set()
+
+    async def _open_session(self, hello: Envelope, identity: Any) -> Session:
+        """The session a hello resumes (here, or taken over from another replica), or a new one."""
+        if not self.sessions.shared:
+            session = self.registry.open(hello, identity)
+        else:
+            session = await self._take_over(hello.sid, identity) if hello.sid else None
+            if session is None:
+                session = self.registry.create(identity)
+                await self.sessions.create_session(session.sid, self.replica, _who(identity))
+        session.identity = identity  # the same device; its newest token
         if session.runner is None:
             session.runner = asyncio.create_task(self._run(session), name=f"session-{session.sid}")
         return session
+
+    async def _take_over(self, sid: str, identity: Any) -> Session | None:
+        local = self.registry.get(sid)
+        if local is not None and local.identity != identity:
+            return None  # another device's session: leave it alone
+        record = await self.sessions.take_session(sid, self.replica, _who(identity))
+        if record is not None and record.previous_owner == self.replica and local is not None:
+            return local  # ours all along: memory is as new as the store, or newer
+        if local is not None:
+            self._let_go(local, "the session was carried on elsewhere; using the shared state")
+        if record is None:
+            return None
+        session = self.registry.adopt(record, identity)
+        log.info("session %s taken over from replica %s (%d replies in flight)", sid, record.previous_owner,
+                 len(session.progress))
+        for rid, turn in session.progress.items():
+            session.turns[rid] = asyncio.create_task(self._generate(session, rid, turn))
+        return session
+
+    async def _write_ahead(self, session: Session) -> bool:
+        """Shared state: write what changed before any frame leaves. False: the session is gone.
+
+        Call `link.data_to_send()` right after, with no await in between, so nothing unwritten
+        slips out.
+        """
+        if not self.sessions.shared:
+            return True
+        async with session.write_lock:
+            while not session.closed and (delta := session.delta()) is not None:
+                try:
+                    owned = await self.sessions.save_session(session.sid, self.replica, delta)
+                except StateError as exc:  # keep the frames; the retransmit timer tries again
+                    log.warning("session %s: %s", session.sid, exc)
+                    return False
+                if not owned:
+                    self._let_go(session, "another gateway took the session over")
+                    return False
+                session.written(delta)
+        return not session.closed
 
     def _attach(self, session: Session, attachment: _WsAttachment | _PollAttachment) -> None:
         """`attachment` now carries the session; an older one is closed (it is superseded)."""
@@ -206,23 +326,25 @@ class Gateway:
             link.tick()
             for event in link.events():
                 try:
-                    self._on_event(session, event)
+                    await self._on_event(session, event)
                 except Exception:  # a bug must not take the session's loop down with it
                     log.exception("session %s: failed to handle %r", session.sid, event)
             if session.closed:
                 return
-            self._flush(session)
+            await self._flush(session)
 
-    def _flush(self, session: Session) -> None:
-        att = session.attachment
+    async def _flush(self, session: Session) -> None:
+        if not await self._write_ahead(session):
+            return
+        att = session.attachment  # read after the write: a newer connection may have taken over
         if isinstance(att, _WsAttachment):
             att.push(session.link.data_to_send())
         elif isinstance(att, _PollAttachment) and session.link.pending_output:
             att.ready.set()
 
-    def _on_event(self, session: Session, event: Event) -> None:
+    async def _on_event(self, session: Session, event: Event) -> None:
         if isinstance(event, Message):
-            self._on_message(session, event)
+            await self._on_message(session, event)
         elif isinstance(event, Connected):
             log.info("session %s %s over %s by %s", session.sid, "resumed" if event.resumed else "opened",
                      getattr(session.attachment, "kind", "?"), session.link.peer_agent or "a client")
@@ -240,13 +362,18 @@ class Gateway:
         elif isinstance(event, PeerError):
             log.warning("session %s: client reported %s: %s", session.sid, event.code, event.message)
 
-    def _on_message(self, session: Session, msg: Message) -> None:
+    async def _on_message(self, session: Session, msg: Message) -> None:
         rid = msg.body.get("rid", "")
         if msg.type is Type.CHAT:
-            earlier = self.registry.claim(rid, session.sid)
-            if earlier is None:
-                session.turns[rid] = asyncio.create_task(self._generate(session, rid, msg.body))
-            elif rid not in session.turns:  # in flight: its reply is already streaming
+            if rid in session.turns:
+                return  # in flight: its reply is already streaming
+            if await self.sessions.claim_rid(rid, session.sid, msg.seq):
+                # The seed is fixed here so a replica taking over can generate the same reply again.
+                request = msg.body | {"seed": msg.body.get("seed") if msg.body.get("seed") is not None
+                                      else secrets.randbelow(2**31)}
+                turn = session.progress[rid] = TurnProgress(request)
+                session.turns[rid] = asyncio.create_task(self._generate(session, rid, turn))
+            else:
                 self._send(session, Type.ERROR, {
                     "rid": rid, "code": "duplicate_request",
                     "message": f"Request {rid} was already received and answered; a request id is used once.",
@@ -264,9 +391,14 @@ class Gateway:
             session.link.send(kind, body)
             session.wake.set()
 
-    async def _generate(self, session: Session, rid: str, body: dict[str, Any]) -> None:
-        """Relay one reply token by token; errors and cancels end it with a clear envelope."""
-        sent = 0
+    async def _generate(self, session: Session, rid: str, turn: TurnProgress) -> None:
+        """Relay one reply token by token; errors and cancels end it with a clear envelope.
+
+        A reply taken over from another replica (`turn.sent` > 0) is generated again with the
+        same seed; the tokens already sent are skipped once their text is checked to match.
+        """
+        body = turn.request
+        skip, prefix = turn.sent, hashlib.sha256()
         upstream: Upstream | None = None
         try:
             req = ChatRequest(
@@ -276,8 +408,20 @@ class Gateway:
             upstream = await self.pool.pick()
             async with contextlib.aclosing(upstream.stream(req)) as stream:
                 async for item in stream:
+                    if skip:  # regenerating what the client already has
+                        if isinstance(item, Finished):
+                            self._send(session, Type.ERROR, {"rid": rid, **REPLY_DIVERGED})
+                            return
+                        prefix.update(item.text.encode())
+                        skip -= 1
+                        if not skip:
+                            if prefix.hexdigest() != turn.prefix_digest:
+                                self._send(session, Type.ERROR, {"rid": rid, **REPLY_DIVERGED})
+                                return
+                            turn.resume(prefix)
+                        continue
                     if isinstance(item, Finished):
-                        self._send(session, Type.DONE, {"rid": rid, "reason": item.reason, "tokens": sent,
+                        self._send(session, Type.DONE, {"rid": rid, "reason": item.reason, "tokens": turn.sent,
                                                         "timings": item.timings})
                         return
                     if session.link.backlog >= self.config.replay_limit:
@@ -289,8 +433,8 @@ class Gateway:
                             "action": "Check the network connection, then ask again.",
                         })
                         return
-                    self._send(session, Type.TOKEN, {"rid": rid, "i": sent, "text": item.text})
-                    sent += 1
+                    self._send(session, Type.TOKEN, {"rid": rid, "i": turn.sent, "text": item.text})
+                    turn.add(item.text)
         except UpstreamError as exc:
             log.warning("session %s: reply %s failed: %s", session.sid, rid, exc)
             if upstream is not None and exc.code in _UPSTREAM_FAULTS:
@@ -301,15 +445,21 @@ class Gateway:
             self._send(session, Type.ERROR, {"rid": rid, "code": "bad_request", "message": str(exc),
                                              "action": "Fix the request and send it again."})
         except asyncio.CancelledError:
-            self._send(session, Type.DONE, {"rid": rid, "reason": "cancelled", "tokens": sent})
+            self._send(session, Type.DONE, {"rid": rid, "reason": "cancelled", "tokens": turn.sent})
             raise
         finally:
             session.turns.pop(rid, None)
+            if session.progress.pop(rid, None) is not None and self.sessions.shared:
+                session.finished.add(rid)
 
     # --- WebSocket ------------------------------------------------------------------------
 
     async def websocket(self, ws: WebSocket) -> None:
-        identity = await self.authenticate(ws)
+        try:
+            identity = await self.authenticate(ws)
+        except AuthError as exc:  # before accept: the handshake gets the HTTP status and the reason
+            await ws.send_denial_response(auth_error_response(exc))
+            return
         if identity is None:
             await ws.close(CLOSE_UNAUTHORIZED)  # before accept: the handshake gets HTTP 403
             return
@@ -329,7 +479,14 @@ class Gateway:
                 await ws.send_text(_error_frame(exc.code, exc.message, exc.action).decode())
                 await ws.close(exc.close_code)
             return
-        session = self._open_session(hello, identity)
+        try:
+            session = await self._open_session(hello, identity)
+        except StateError as exc:
+            log.error("cannot open a session: %s", exc)
+            with contextlib.suppress(RuntimeError, WebSocketDisconnect):
+                await ws.send_text(_error_frame(*_STATE_DOWN).decode())
+                await ws.close(1011)
+            return
         att = _WsAttachment()
         self._attach(session, att)
         writer = asyncio.create_task(self._ws_writer(ws, att))
@@ -340,7 +497,8 @@ class Gateway:
                     session.link.receive(frame)
                 except ProtocolError as exc:
                     log.warning("session %s: bad envelope from the client: %s", session.sid, exc)
-                    att.push(session.link.data_to_send())
+                    if await self._write_ahead(session):
+                        att.push(session.link.data_to_send())
                     att.close(exc.close_code, exc.code)
                     break
                 finally:
@@ -369,29 +527,43 @@ class Gateway:
 
     # --- long-poll ------------------------------------------------------------------------
 
-    async def longpoll_send(self, request: Request) -> Response:
-        identity = await self.authenticate(request)
+    async def _identify(self, request: Request) -> Any:
+        """The identity behind a long-poll request, or the Response refusing it."""
+        try:
+            identity = await self.authenticate(request)
+        except AuthError as exc:
+            return auth_error_response(exc)
         if identity is None:
-            return _error_response(401, "unauthorized", "this device is not allowed to connect",
-                                   "Pair the device with the server again.")
+            return error_response(401, "unauthorized", "this device is not allowed to connect",
+                                  "Pair the device with the server again.")
+        return identity
+
+    async def longpoll_send(self, request: Request) -> Response:
+        identity = await self._identify(request)
+        if isinstance(identity, Response):
+            return identity
         try:
             frames = await _read_ndjson(request, self.config.max_frame_bytes)
         except ProtocolError as exc:
             status = 413 if exc.code == "frame_too_large" else 400
-            return _error_response(status, exc.code, exc.message, exc.action)
+            return error_response(status, exc.code, exc.message, exc.action)
         if not frames:
-            return _error_response(400, "bad_request", "the request carries no envelopes",
+            return error_response(400, "bad_request", "the request carries no envelopes",
                                    "Send one envelope per line.")
         try:
             first = decode(frames[0], self.config.max_frame_bytes)
         except ProtocolError as exc:
-            return _error_response(400, exc.code, exc.message, exc.action)
+            return error_response(400, exc.code, exc.message, exc.action)
         if first.type is Type.HELLO:
-            session = self._open_session(first, identity)
+            try:
+                session = await self._open_session(first, identity)
+            except StateError as exc:
+                log.error("cannot open a session: %s", exc)
+                return error_response(503, *_STATE_DOWN)
             att: _PollAttachment = _PollAttachment()
             self._attach(session, att)
         else:
-            found = self._polled_session(request)
+            found = self._polled_session(request, identity)
             if isinstance(found, Response):
                 return found
             session, att = found
@@ -401,19 +573,20 @@ class Gateway:
         except ProtocolError as exc:
             log.warning("session %s: bad envelope from the client: %s", session.sid, exc)
             self._detach(session, att)
-            return _error_response(400, exc.code, exc.message, exc.action)
+            return error_response(400, exc.code, exc.message, exc.action)
         finally:
             session.wake.set()
         if first.type is Type.HELLO:  # answer with the welcome (and any replay) at once
+            if not await self._write_ahead(session):
+                return error_response(503, *_STATE_DOWN)
             return _ndjson(session.link.data_to_send())
         return Response(status_code=204)
 
     async def longpoll_poll(self, request: Request) -> Response:
-        identity = await self.authenticate(request)
-        if identity is None:
-            return _error_response(401, "unauthorized", "this device is not allowed to connect",
-                                   "Pair the device with the server again.")
-        found = self._polled_session(request)
+        identity = await self._identify(request)
+        if isinstance(identity, Response):
+            return identity
+        found = self._polled_session(request, identity)
         if isinstance(found, Response):
             return found
         session, att = found
@@ -426,7 +599,7 @@ class Gateway:
                 raise ValueError
             hold = min(hold, self.config.longpoll_hold)
         except ValueError:
-            return _error_response(400, "bad_request", "'ack' must be a non-negative integer, 'hold' "
+            return error_response(400, "bad_request", "'ack' must be a non-negative integer, 'hold' "
                                    "a number of seconds", "This is a bug in the client; update Stella.")
         att.poll_id += 1
         mine = att.poll_id
@@ -435,14 +608,15 @@ class Gateway:
             session.link.resync(ack)
         except ProtocolError as exc:
             self._detach(session, att)
-            return _error_response(400, exc.code, exc.message, exc.action)
+            return error_response(400, exc.code, exc.message, exc.action)
         session.link.acked_out_of_band()
         session.wake.set()
         deadline = self.clock() + hold
         while True:
             await asyncio.sleep(0)  # let an older poll see it lost, and the loop run its timers
-            if att.closed or session.attachment is not att:
-                return _error_response(409, "not_attached", "this session is not carried by long-poll now",
+            written = await self._write_ahead(session)
+            if not written or att.closed or session.attachment is not att:
+                return error_response(409, "not_attached", "this session is not carried by long-poll now",
                                        "Send a hello to open or resume the session.")
             if att.poll_id != mine:
                 return _ndjson([])
@@ -456,11 +630,12 @@ class Gateway:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(att.ready.wait(), remaining)
 
-    def _polled_session(self, request: Request) -> tuple[Session, _PollAttachment] | Response:
+    def _polled_session(self, request: Request, identity: Any) -> tuple[Session, _PollAttachment] | Response:
         session = self.registry.get(request.query_params.get("sid", ""))
-        if session is None or not isinstance(session.attachment, _PollAttachment):
-            return _error_response(409, "not_attached", "no long-poll session with that id is open here",
-                                   "Send a hello to open or resume the session.")
+        if session is None or session.identity != identity or not isinstance(session.attachment, _PollAttachment):
+            return error_response(409, "not_attached", "no long-poll session with that id is open here",
+                                  "Send a hello to open or resume the session.")
+        session.identity = identity  # its newest token, for the recheck
         return session, session.attachment
 
     # --- health ---------------------------------------------------------------------------
@@ -485,8 +660,15 @@ def _error_frame(code: str, message: str, action: str) -> bytes:
     return encode(Envelope(Type.ERROR, body=body, ts=int(time.time() * 1000)))
 
 
-def _error_response(status: int, code: str, message: str, action: str) -> Response:
-    return Response(_error_frame(code, message, action) + b"\n", status, media_type=NDJSON)
+def error_response(status: int, code: str, message: str, action: str,
+                   headers: dict[str, str] | None = None) -> Response:
+    """An HTTP error whose body is one error envelope (what the client shows the user)."""
+    return Response(_error_frame(code, message, action) + b"\n", status, headers=headers, media_type=NDJSON)
+
+
+def auth_error_response(exc: AuthError) -> Response:
+    headers = {"Retry-After": str(math.ceil(exc.retry_after))} if exc.retry_after else None
+    return error_response(exc.status, exc.code, exc.message, exc.action, headers)
 
 
 async def _read_ndjson(request: Request, max_frame: int) -> list[bytes]:
@@ -506,18 +688,28 @@ def create_app(
     upstreams: list[Upstream],
     *,
     authenticate: Authenticator = allow_all,
-    codec_factory: Callable[[], BodyCodec] = PlainCodec,
+    recheck: Rechecker | None = None,
+    codec_factory: CodecFactory = plain_codec,
+    sessions: SessionStore | None = None,
+    replica: str = "",
+    routes: Sequence[BaseRoute] = (),
     health_interval: float = 5.0,
+    recheck_interval: float = 5.0,
 ) -> Starlette:
-    """The gateway as an ASGI app; `app.state.gateway` is the `Gateway` behind it."""
-    gateway = Gateway(config, upstreams, authenticate=authenticate, codec_factory=codec_factory,
-                      health_interval=health_interval)
+    """The gateway as an ASGI app; `app.state.gateway` is the `Gateway` behind it.
+
+    `routes` are further endpoints (the pairing and refresh endpoints of `remote_api.auth`).
+    """
+    gateway = Gateway(config, upstreams, authenticate=authenticate, recheck=recheck, codec_factory=codec_factory,
+                      sessions=sessions, replica=replica, health_interval=health_interval,
+                      recheck_interval=recheck_interval)
     app = Starlette(
         routes=[
             WebSocketRoute("/link/ws", gateway.websocket),
             Route("/link/send", gateway.longpoll_send, methods=["POST"]),
             Route("/link/poll", gateway.longpoll_poll, methods=["GET"]),
             Route("/health", gateway.health, methods=["GET"]),
+            *routes,
         ],
         lifespan=gateway.lifespan,
     )

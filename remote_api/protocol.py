@@ -14,7 +14,10 @@ real clock, so every rule is testable with a fake clock:
 - each connection starts with hello (client: session id + last seq received) and welcome
   (server: session id + last seq received), so either side resumes where the other stopped;
 - the client pings every `heartbeat_interval`; an unanswered ping for `heartbeat_timeout`
-  (server: no frame for interval + timeout) declares the connection dead (`LinkDead`).
+  (server: no frame for interval + timeout) declares the connection dead (`LinkDead`);
+- a `BodyCodec` may seal data bodies (`remote_api.seal`): its key shares ride in hello and
+  welcome, and a body is sealed when first transmitted under the current keys, so it is sealed
+  again only after a reconnect agreed new ones.
 """
 
 from __future__ import annotations
@@ -28,12 +31,15 @@ from typing import Any, Protocol
 from remote_api.envelope import (
     CLIENT_TYPES,
     DATA_TYPES,
+    MAX_ID_LEN,
     SERVER_TYPES,
     Envelope,
     ProtocolError,
     Type,
     decode,
     encode,
+    encode_body,
+    header_ad,
     validate_body,
 )
 from remote_api.link_config import LinkConfig
@@ -53,24 +59,53 @@ class State(StrEnum):
 
 
 class BodyCodec(Protocol):
-    """Seam for sealing data bodies end to end (a later issue: AES-GCM per session).
+    """Seam for sealing data bodies end to end (`remote_api.seal.SealCodec`).
 
-    Sealing happens once, when a message is first sent, so a retransmit resends the same
-    ciphertext and can never reuse a nonce. Control bodies are never sealed: they run before
-    any key exists.
+    Keys are agreed per connection: the client's `hello()` fields go into its hello, the
+    server answers them with `welcome()` fields, which the client takes in `welcomed()`. A body
+    is sealed once per key `epoch`, when first transmitted, so a retransmit on the same
+    connection resends the same ciphertext and no nonce is ever reused. `ad` is the
+    envelope's unchanging header (`header_ad`). Control bodies are never sealed.
     """
 
-    def seal(self, kind: Type, body: dict[str, Any]) -> dict[str, Any]: ...
+    @property
+    def epoch(self) -> str: ...
 
-    def open(self, kind: Type, body: dict[str, Any]) -> dict[str, Any]: ...
+    def hello(self) -> dict[str, Any]: ...
+
+    def welcome(self, sid: str, hello: dict[str, Any]) -> dict[str, Any]: ...
+
+    def welcomed(self, sid: str, welcome: dict[str, Any]) -> None: ...
+
+    def seal(self, ad: bytes, body: dict[str, Any]) -> dict[str, Any]: ...
+
+    def open(self, ad: bytes, body: dict[str, Any]) -> dict[str, Any]: ...
+
+    def expansion(self, size: int) -> int: ...
 
 
 class PlainCodec:
-    def seal(self, kind: Type, body: dict[str, Any]) -> dict[str, Any]:
+    """Bodies travel as they are (a gateway without sealing, and the link's own tests)."""
+
+    epoch = ""
+
+    def hello(self) -> dict[str, Any]:
+        return {}
+
+    def welcome(self, sid: str, hello: dict[str, Any]) -> dict[str, Any]:
+        return {}
+
+    def welcomed(self, sid: str, welcome: dict[str, Any]) -> None:
+        pass
+
+    def seal(self, ad: bytes, body: dict[str, Any]) -> dict[str, Any]:
         return body
 
-    def open(self, kind: Type, body: dict[str, Any]) -> dict[str, Any]:
+    def open(self, ad: bytes, body: dict[str, Any]) -> dict[str, Any]:
         return body
+
+    def expansion(self, size: int) -> int:
+        return 0
 
 
 # --- events ----------------------------------------------------------------------------------
@@ -129,17 +164,32 @@ class Goodbye:
 Event = Connected | Message | SessionLost | LinkDead | PeerError | Goodbye
 
 
+@dataclass(frozen=True, slots=True)
+class Outbound:
+    """A data envelope sent and not yet acknowledged, as a gateway shares it with its replicas."""
+
+    seq: int
+    type: Type
+    body: dict[str, Any]  # plain
+    ts: int
+
+
 @dataclass(slots=True)
 class _Outgoing:
     seq: int
     type: Type
-    body: dict[str, Any]  # already sealed
+    body: dict[str, Any]  # plain
     ts: int
+    wire: dict[str, Any] | None = None  # the body as sealed under the keys of `epoch`
+    epoch: str = ""
     sent_at: float | None = None  # last handed to a transport
     queued: bool = False  # waiting in the output queue
 
 
 _Control = tuple[Type, dict[str, Any]]
+
+# The most a data envelope's header can add to its body (longest type, id and numbers).
+_HEADER_BOUND = len(encode(Envelope(max(DATA_TYPES, key=len), 2**53, 2**53, "x" * MAX_ID_LEN, 2**53))) - 2
 
 
 class LinkProtocol:
@@ -202,6 +252,11 @@ class LinkProtocol:
         return self._state is State.OPEN
 
     @property
+    def ever_opened(self) -> bool:
+        """Whether any connection ever completed its handshake (the session exists)."""
+        return self._ever_open
+
+    @property
     def recv_seq(self) -> int:
         """Highest seq received in order: our cumulative ack, and the client's resume point."""
         return self._recv_seq
@@ -216,6 +271,44 @@ class LinkProtocol:
         """Data envelopes sent but not yet acknowledged (the replay buffer's length)."""
         return len(self._unacked)
 
+    @property
+    def sent_seq(self) -> int:
+        """The seq of the last data envelope queued by `send`."""
+        return self._out_seq
+
+    @property
+    def acked_seq(self) -> int:
+        """The peer's cumulative ack: everything up to it has left the replay buffer."""
+        return self._peer_acked
+
+    def unacked_after(self, seq: int) -> list[Outbound]:
+        """The replay buffer's envelopes with a seq above `seq`, oldest first."""
+        newer = []
+        for out in reversed(self._unacked.values()):
+            if out.seq <= seq:
+                break
+            newer.append(Outbound(out.seq, out.type, out.body, out.ts))
+        return newer[::-1]
+
+    def use_codec(self, codec: BodyCodec) -> None:
+        """Client, before its first connection: seal with `codec` after all (nothing was sealed
+        yet: bodies are sealed when first transmitted). For credentials found late."""
+        if self._ever_open or self._state is not State.IDLE:
+            raise ValueError("the codec can only change before the first connection")
+        self._codec = codec
+
+    def restore(self, sent_seq: int, recv_seq: int, acked_seq: int, unacked: list[Outbound]) -> None:
+        """Server: carry on a session another gateway replica held, from its shared state.
+
+        The next hello resumes it like any other: the replay buffer is resent from the point the
+        client names, under keys agreed on the new connection.
+        """
+        if self.role is not Role.SERVER or self._ever_open:
+            raise ValueError("only a fresh server-side LinkProtocol can take over a session")
+        self._out_seq, self._recv_seq, self._peer_acked = sent_seq, recv_seq, acked_seq
+        self._unacked = {o.seq: _Outgoing(o.seq, o.type, o.body, o.ts) for o in unacked if o.seq > acked_seq}
+        self._ever_open = True
+
     # --- connection lifecycle ---------------------------------------------------------------
 
     def connection_made(self) -> None:
@@ -224,7 +317,8 @@ class LinkProtocol:
         self._state = State.HANDSHAKE
         self._opened_at = self._last_rx = self._clock()
         if self.role is Role.CLIENT:
-            self._outq.append((Type.HELLO, {"agent": self._agent} if self._agent else {}))
+            hello = {"agent": self._agent} if self._agent else {}
+            self._outq.append((Type.HELLO, hello | self._codec.hello()))
 
     def connection_lost(self) -> None:
         """The connection is gone; unacknowledged data waits for the next one."""
@@ -251,8 +345,9 @@ class LinkProtocol:
             validate_body(kind, body)
         except ProtocolError as exc:
             raise ValueError(exc.message) from None
-        out = _Outgoing(self._out_seq + 1, kind, self._codec.seal(kind, dict(body)), self._now_ms())
-        size = len(encode(Envelope(kind, out.seq, 2**53, "x" * 64, out.ts, out.body)))
+        out = _Outgoing(self._out_seq + 1, kind, dict(body), self._now_ms())
+        plain = len(encode_body(out.body))
+        size = _HEADER_BOUND + plain + self._codec.expansion(plain)
         if size > self.config.max_frame_bytes:
             raise ValueError(f"a '{kind}' of {size} bytes exceeds the link's limit of "
                              f"{self.config.max_frame_bytes} bytes; shorten it (trim the history)")
@@ -302,7 +397,10 @@ class LinkProtocol:
                     continue  # acknowledged while waiting
                 out.queued = False
                 out.sent_at = now
-                env = Envelope(out.type, out.seq, self._recv_seq, self._sid, out.ts, out.body)
+                if out.wire is None or out.epoch != self._codec.epoch:
+                    out.wire = self._codec.seal(header_ad(out.type, out.seq, self._sid, out.ts), out.body)
+                    out.epoch = self._codec.epoch
+                env = Envelope(out.type, out.seq, self._recv_seq, self._sid, out.ts, out.wire)
             else:
                 env = Envelope(item[0], 0, self._recv_seq, self._sid, self._now_ms(), item[1])
             frames.append(encode(env))
@@ -405,10 +503,11 @@ class LinkProtocol:
             self.peer_agent = env.body.get("agent", "")
             welcome = {"resumed": resumed, "heartbeat_interval": self._interval,
                        "heartbeat_timeout": self._timeout}
-            self._outq.append((Type.WELCOME, welcome))
+            self._outq.append((Type.WELCOME, welcome | self._codec.welcome(self._sid, env.body)))
         elif env.type is Type.WELCOME:
             if not env.sid:
                 raise ProtocolError("bad_envelope", "a 'welcome' must name the session")
+            self._codec.welcomed(env.sid, env.body)
             resumed = bool(self._sid) and env.sid == self._sid and env.body["resumed"]
             if resumed or not self._sid:
                 self._sid = env.sid
@@ -470,7 +569,7 @@ class LinkProtocol:
             raise ProtocolError(
                 "bad_seq", f"seq {env.seq} is over {self.config.reorder_window} ahead of {self._recv_seq}"
             )
-        body = self._codec.open(env.type, env.body)
+        body = self._codec.open(header_ad(env.type, env.seq, env.sid, env.ts, env.v), env.body)
         validate_body(env.type, body)
         self._reorder[env.seq] = Message(env.type, body, env.seq, env.ts)
         while self._recv_seq + 1 in self._reorder:

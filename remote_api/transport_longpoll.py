@@ -10,15 +10,14 @@ are serialized by the caller, so the server sees the client's frames in order.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 import httpx
 
-from remote_api.envelope import ProtocolError, decode
 from remote_api.link_config import LinkConfig
 from remote_api.protocol import LinkProtocol
-from remote_api.transport import TransportClosed
+from remote_api.tls import explain_untrusted, untrusted
+from remote_api.transport import AuthRejected, HeaderSource, TransportClosed, Untrusted, explain, retry_after
 
 NDJSON = "application/x-ndjson"
 
@@ -31,16 +30,18 @@ class LongPollTransport:
         server_url: str,
         link: LinkProtocol,
         config: LinkConfig,
-        headers: Mapping[str, str] | None = None,
+        headers: HeaderSource | None = None,
+        verify: Any = True,
     ) -> None:
         if not server_url.startswith(("http://", "https://")):
             raise ValueError(f"server URL {server_url!r} must start with http:// or https://")
         self._base = server_url.rstrip("/")
         self._link = link
         self._config = config
+        self._headers = headers  # every request is authenticated, with a token that may be renewed
         # A fresh client per connection: pooled sockets from before a cut would be dead anyway.
         self._http = httpx.AsyncClient(
-            headers=dict(headers or {}),
+            verify=verify,
             timeout=httpx.Timeout(config.longpoll_hold + config.connect_timeout,
                                   connect=config.connect_timeout),
         )
@@ -67,21 +68,20 @@ class LongPollTransport:
     async def close(self, dead: bool = False) -> None:
         await self._http.aclose()
 
-    async def _request(self, method: str, path: str, **kwargs: object) -> list[bytes]:
+    async def _request(self, method: str, path: str, *, headers: dict[str, str] | None = None,
+                       **kwargs: Any) -> list[bytes]:
+        headers = {**(headers or {}), **(await self._headers() if self._headers else {})}
         try:
-            resp = await self._http.request(method, self._base + path, **kwargs)  # type: ignore[arg-type]
+            resp = await self._http.request(method, self._base + path, headers=headers, **kwargs)
         except httpx.HTTPError as exc:
+            if (bad := untrusted(exc)) is not None:
+                raise Untrusted(explain_untrusted(self._base, bad)) from exc
             raise TransportClosed(f"long-poll {path} failed: {exc or type(exc).__name__}") from exc
+        if resp.status_code in (401, 429):
+            raise AuthRejected(resp.status_code, resp.content, retry_after(resp.headers))
         frames = [line for line in resp.content.split(b"\n") if line.strip()]
         if resp.status_code in (200, 204):
             return frames
-        raise TransportClosed(f"long-poll {path} answered HTTP {resp.status_code}: {_explain(frames)}")
-
-
-def _explain(frames: list[bytes]) -> str:
-    """The message of the gateway's error envelope, if the body is one."""
-    try:
-        env = decode(frames[0], 1 << 20)
-        return f"{env.body['code']}: {env.body['message']}"
-    except (IndexError, KeyError, ProtocolError):
-        return "no error envelope"
+        err = explain(resp.content)
+        detail = f"{err[0]}: {err[1]}" if err else "no error envelope"
+        raise TransportClosed(f"long-poll {path} answered HTTP {resp.status_code}: {detail}")

@@ -6,6 +6,7 @@ envelopes are small and latency matters more than bytes.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Mapping
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
@@ -14,7 +15,8 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 from remote_api.link_config import LinkConfig
-from remote_api.transport import TransportClosed
+from remote_api.tls import explain_untrusted, untrusted
+from remote_api.transport import AuthRejected, TransportClosed, Untrusted, retry_after
 
 WS_PATH = "/link/ws"
 
@@ -48,18 +50,27 @@ class WebSocketTransport:
 
     @classmethod
     async def open(
-        cls, server_url: str, config: LinkConfig, headers: Mapping[str, str] | None = None
+        cls, server_url: str, config: LinkConfig, headers: Mapping[str, str] | None = None,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> WebSocketTransport:
-        """Do the WebSocket handshake; raise `UpgradeRefused` or `TransportClosed` if it fails."""
+        """Do the WebSocket handshake; raise `UpgradeRefused`, `AuthRejected`, `Untrusted` or
+        `TransportClosed` if it fails."""
+        url = ws_url(server_url)
         try:
             conn = await connect(
-                ws_url(server_url), open_timeout=config.connect_timeout, ping_interval=None,
+                url, open_timeout=config.connect_timeout, ping_interval=None,
                 close_timeout=1.0, compression=None, max_size=config.max_frame_bytes * 2,
                 additional_headers=dict(headers or {}), user_agent_header="stella-link",
+                ssl=ssl_context if url.startswith("wss:") else None,
             )
         except InvalidStatus as exc:
-            raise UpgradeRefused(exc.response.status_code) from exc
+            resp = exc.response
+            if resp.status_code in (401, 429):
+                raise AuthRejected(resp.status_code, resp.body or b"", retry_after(resp.headers)) from exc
+            raise UpgradeRefused(resp.status_code) from exc
         except (OSError, TimeoutError, InvalidHandshake, InvalidURI) as exc:
+            if (bad := untrusted(exc)) is not None:
+                raise Untrusted(explain_untrusted(server_url, bad)) from exc
             raise TransportClosed(f"WebSocket connection failed: {exc or type(exc).__name__}") from exc
         return cls(conn)
 

@@ -217,7 +217,10 @@ class Upstream:
             stall_timeout, connect=min(_CONNECT_TIMEOUT, stall_timeout), read=stall_timeout
         )
         self._owns_client = client is None
-        self._client = client or httpx.AsyncClient(timeout=self._timeout)
+        # Every streaming reply holds a connection; llama-server queues what its slots cannot take,
+        # so the gateway must not cap concurrent replies at httpx's default of 100 connections.
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=32)
+        self._client = client or httpx.AsyncClient(timeout=self._timeout, limits=limits)
 
     def __repr__(self) -> str:
         return f"Upstream({self.base_url!r}, api={self.api!r})"

@@ -26,6 +26,7 @@ class FakeUpstream:
     delay: float = 0.005  # seconds between tokens
     fault: str | None = None  # the next reply only: "stall" | "break" | "context" | "loading"
     fault_after: int = 5  # tokens sent before a stall or break
+    accent: str = ""  # put before every token: a model that would not write the same reply twice
     requests: int = 0  # generation requests received
     active: int = 0  # replies streaming now
     disconnects: int = 0  # replies the client closed before the end
@@ -65,7 +66,7 @@ class FakeUpstream:
             self._thread.join(5)
 
     def reset(self, **settings: object) -> None:
-        self.tokens, self.delay, self.fault, self.fault_after = 40, 0.005, None, 5
+        self.tokens, self.delay, self.fault, self.fault_after, self.accent = 40, 0.005, None, 5, ""
         self.requests = self.disconnects = 0
         for name, value in settings.items():
             setattr(self, name, value)
@@ -137,10 +138,11 @@ class FakeUpstream:
                     self.disconnects += 1
                     return
                 if completion:
-                    event = {"index": 0, "content": token_text(i), "tokens": [i], "stop": False,
+                    event = {"index": 0, "content": self.accent + token_text(i), "tokens": [i], "stop": False,
                              "id_slot": 0, "tokens_predicted": i + 1, "tokens_evaluated": 12}
                 else:
-                    event = _chunk([{"finish_reason": None, "index": 0, "delta": {"content": token_text(i)}}])
+                    event = _chunk([{"finish_reason": None, "index": 0,
+                                     "delta": {"content": self.accent + token_text(i)}}])
                 await _event(writer, event)
             ms = (time.monotonic() - started) * 1000
             timings = {"prompt_n": 12, "prompt_ms": 5.0, "predicted_n": limit, "predicted_ms": ms,

@@ -6,16 +6,22 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from starlette.applications import Starlette
+
 from remote_api.cli import make_server
 from remote_api.client import ChatEvent, Done, Error, Token, Turn
+from remote_api.config import TlsSection
 from remote_api.gateway import Authenticator, Gateway, allow_all, create_app
 from remote_api.link_config import LinkConfig
 from remote_api.llama_server import free_port
 from remote_api.upstream import Upstream
+
+# Builds the app on the gateway's own loop (e.g. `remote_api.app.build_app` with device auth).
+AppFactory = Callable[[list[Upstream]], Awaitable[Starlette]]
 
 # Short timings so fault tests finish in seconds.
 FAST = LinkConfig(heartbeat_interval=0.5, heartbeat_timeout=0.5, retransmit_timeout=0.5,
@@ -34,9 +40,13 @@ class GatewayThread:
         health_interval: float = 5.0,
         authenticate: Authenticator = allow_all,
         upstream_factory: Callable[[str], Upstream] | None = None,
+        app_factory: AppFactory | None = None,
+        tls: TlsSection | None = None,
     ) -> None:
         self.config = config
         self._authenticate = authenticate
+        self._app_factory = app_factory
+        self._tls = tls
         self._factory = upstream_factory or (lambda url: Upstream(url, api, stall_timeout=stall_timeout))
         self.port = free_port()
         self._urls, self._health = upstream_urls, health_interval
@@ -46,7 +56,7 @@ class GatewayThread:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"{'https' if self._tls else 'http'}://127.0.0.1:{self.port}"
 
     def start(self) -> GatewayThread:
         started = threading.Event()
@@ -55,10 +65,13 @@ class GatewayThread:
             self._loop = asyncio.new_event_loop()
             asyncio.set_event_loop(self._loop)
             upstreams = [self._factory(u) for u in self._urls]
-            app = create_app(self.config, upstreams, health_interval=self._health,
-                             authenticate=self._authenticate)
+            if self._app_factory is not None:
+                app = self._loop.run_until_complete(self._app_factory(upstreams))
+            else:
+                app = create_app(self.config, upstreams, health_interval=self._health,
+                                 authenticate=self._authenticate)
             self.gateway = app.state.gateway
-            self._server = make_server(app, "127.0.0.1", self.port, self.config)
+            self._server = make_server(app, "127.0.0.1", self.port, self.config, self._tls)
 
             async def serve() -> None:
                 task = asyncio.create_task(self._server.serve())

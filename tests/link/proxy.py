@@ -5,7 +5,9 @@
   like a dead NAT entry or a pulled cable (new connections pass);
 - `refuse_upgrade = True` answers any request carrying `Upgrade: websocket` with HTTP 403, as a
   proxy that strips WebSockets does, and forwards every other request; `drop_upgrade = True`
-  closes such a connection without an answer instead (a handshake that keeps failing).
+  closes such a connection without an answer instead (a handshake that keeps failing);
+- with `capture=True`, `captured` holds every byte that crossed it, both ways (what a
+  TLS-terminating proxy sees).
 It runs on the caller's event loop.
 """
 
@@ -25,13 +27,15 @@ class _Pair:
 
 
 class TcpProxy:
-    def __init__(self, target_port: int, target_host: str = "127.0.0.1") -> None:
+    def __init__(self, target_port: int, target_host: str = "127.0.0.1", *, capture: bool = False) -> None:
         self.target = (target_host, target_port)
+        self.capture = capture
         self.refuse_upgrade = False
         self.drop_upgrade = False
         self.port = 0
         self.connections = 0
         self.refused = 0
+        self.captured = bytearray()
         self._pairs: set[_Pair] = set()
         self._server: asyncio.Server | None = None
 
@@ -96,6 +100,8 @@ class TcpProxy:
             return
         pair = _Pair(writer, up_writer)
         self._pairs.add(pair)
+        if self.capture:
+            self.captured += head
         up_writer.write(head)
         pair.tasks = [asyncio.create_task(self._pipe(reader, up_writer, pair)),
                       asyncio.create_task(self._pipe(up_reader, writer, pair))]
@@ -104,6 +110,8 @@ class TcpProxy:
         try:
             while data := await reader.read(65536):
                 if not pair.blackholed:
+                    if self.capture:
+                        self.captured += data
                     writer.write(data)
                     await writer.drain()
         except (ConnectionError, OSError):

@@ -84,12 +84,12 @@ def test_stella_chat_refuses_a_bad_server_url():
     assert done.returncode == 2 and "--server" in done.stderr
 
 
-def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60) -> None:
+def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60, verify: object = True) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         assert proc.poll() is None, proc.stderr.read() if proc.stderr else "exited"
         try:
-            if httpx.get(url + "/health", timeout=1).status_code == 200:
+            if httpx.get(url + "/health", timeout=1, verify=verify).status_code == 200:
                 return
         except httpx.HTTPError:
             pass

@@ -14,6 +14,7 @@ from remote_api.protocol import (
     LinkProtocol,
     Message,
     PeerError,
+    PlainCodec,
     Role,
     SessionLost,
 )
@@ -249,13 +250,13 @@ def test_a_server_that_forgot_the_session_is_reported_as_lost():
     assert [m.body["rid"] for m in messages(restarted)] == ["r2"]
 
 
-class SealingCodec:
-    """Stands in for the later AES-GCM codec: the wire never shows the plain body."""
+class SealingCodec(PlainCodec):
+    """A toy codec (the real one is remote_api.seal): the wire never shows the plain body."""
 
-    def seal(self, kind, body):
+    def seal(self, ad, body):
         return {"sealed": json.dumps(body)[::-1]}
 
-    def open(self, kind, body):
+    def open(self, ad, body):
         return json.loads(body["sealed"][::-1])
 
 

@@ -1,0 +1,40 @@
+"""Chromium flags that let the webview draw the character with WebGL2 on this machine's OpenGL.
+
+Chromium blocklists software OpenGL (Mesa's llvmpipe: virtual machines, remote desktops, Xvfb)
+for WebGL, and on such a driver its GPU compositing shows a blank page. The same driver gives
+the page a working WebGL2 when the blocklist is ignored and pages are composited on the CPU,
+which is what these flags ask for; on a real GPU nothing changes. The renderer's name comes
+from a throw-away moderngl context on its own GL thread, never the Qt GUI thread (a context
+current there turns the webview black).
+"""
+
+from __future__ import annotations
+
+import logging
+
+log = logging.getLogger(__name__)
+
+SOFTWARE_RENDERERS = ("llvmpipe", "softpipe", "swrast", "swiftshader", "software rasterizer")
+SOFTWARE_GL_FLAGS = ("--ignore-gpu-blocklist", "--disable-gpu-compositing")
+
+
+def gl_renderer() -> str | None:
+    """GL_RENDERER of the default OpenGL driver, or None if there is no usable OpenGL."""
+    from desktop.render.glthread import GLThread
+
+    try:
+        gl = GLThread(name="stella-gl-probe")
+    except RuntimeError as exc:
+        log.warning("no OpenGL for the probe: %s", exc)
+        return None
+    try:
+        return gl.call(lambda: gl.ctx.info["GL_RENDERER"])
+    finally:
+        gl.close()
+
+
+def webengine_flags(renderer: str | None) -> list[str]:
+    if renderer is not None and any(name in renderer.lower() for name in SOFTWARE_RENDERERS):
+        log.info("software OpenGL (%s): WebGL2 runs on it with CPU compositing", renderer)
+        return list(SOFTWARE_GL_FLAGS)
+    return []

@@ -1,0 +1,131 @@
+"""The Stella window: pywebview (Qt on Linux) showing the local UI, the engine supervised beside it.
+
+At launch, in this order, so the window shows while the engine is still starting:
+
+1. the GL probe starts on its own thread (desktop/gpu.py picks the webview's GL flags);
+2. the store is opened for the window geometry (the engine opens the same file for the rest;
+   opening it here first means a first run creates the database and its key exactly once);
+3. the engine starts under the supervisor, with a fresh secret and a free loopback port;
+4. the window opens on the page from `AssetServer`, the port and secret in the URL fragment.
+
+The page connects to the engine by itself and reconnects after an engine restart. Closing the
+window stops the engine and waits for it, so nothing is left running.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import sys
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import webview
+
+from desktop import gpu
+from desktop.assets import AssetServer
+from desktop.geometry import MIN_SIZE, GeometryKeeper
+from desktop.supervisor import EngineStatus, Supervisor, engine_command
+from remote_api.llama_server import free_port
+from sidecar.channel import Launch
+from sidecar.store import Store, StoreConfig, StoreError
+from sidecar.store.keys import KeyringKey
+
+log = logging.getLogger(__name__)
+
+ICON = Path(__file__).resolve().parent / "web" / "icon.svg"
+BACKGROUND = "#f4f1fb"  # the page's own background, shown before it paints
+GUI = "qt" if sys.platform.startswith("linux") else None  # the platform's own webview elsewhere
+
+
+@dataclass(frozen=True)
+class WindowOptions:
+    server: str | None = None
+    config: Path | None = None
+    store: Path = field(default_factory=lambda: StoreConfig().path)
+    voice: str = "auto"
+    title: str = "Stella"
+
+    def engine_args(self) -> list[str]:
+        args = ["--store", str(self.store), "--voice", self.voice]
+        if self.server:
+            args += ["--server", self.server]
+        if self.config:
+            args += ["--config", str(self.config)]
+        return args
+
+
+def _probe_gl() -> Future[list[str]]:
+    """Start the probe now: its answer is needed only when Qt starts."""
+    result: Future[list[str]] = Future()
+
+    def probe() -> None:
+        try:
+            result.set_result(gpu.webengine_flags(gpu.gl_renderer()))
+        except Exception as exc:  # noqa: BLE001 - a broken GL driver: the webview decides on its own
+            log.warning("could not probe OpenGL (%s); the webview picks its own settings", exc)
+            result.set_result([])
+
+    threading.Thread(target=probe, name="gl-probe", daemon=True).start()
+    return result
+
+
+def _open_store(path: Path) -> Store | None:
+    try:
+        return Store.open(path, KeyringKey(service=StoreConfig().keyring_service))
+    except StoreError as exc:
+        log.warning("the window will not remember its size and place: %s", exc)  # the page says why
+        return None
+
+
+def _webengine_env(flags: list[str]) -> None:
+    """Set before Qt starts: QtWebEngine reads these once."""
+    if GUI:
+        os.environ.setdefault("PYWEBVIEW_GUI", GUI)
+    if flags:
+        current = os.environ.get("QTWEBENGINE_CHROMIUM_FLAGS", "")
+        os.environ["QTWEBENGINE_CHROMIUM_FLAGS"] = " ".join([current, *flags]).strip()
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        os.environ.setdefault("QTWEBENGINE_DISABLE_SANDBOX", "1")  # Chromium's sandbox refuses to run as root
+
+
+def run_window(options: WindowOptions) -> int:
+    flags = _probe_gl()
+    store = _open_store(options.store)
+    keeper = GeometryKeeper.load(store)
+    secret = secrets.token_hex(32)
+    with AssetServer() as assets:
+        window: webview.Window | None = None
+        shown_port = free_port()
+
+        def follow_engine(status: EngineStatus) -> None:
+            nonlocal shown_port
+            if status.state == "running" and status.port != shown_port and window is not None:
+                shown_port = status.port  # the engine could not keep its port: point the page at the new one
+                window.load_url(assets.page_url(shown_port, secret))
+
+        supervisor = Supervisor(engine_command(*options.engine_args()), Launch(secret, shown_port),
+                                on_status=follow_engine)
+        supervisor.start()
+        try:
+            _webengine_env(flags.result())
+            geometry = keeper.geometry.on_screens([(s.x, s.y, s.width, s.height) for s in webview.screens])
+            window = webview.create_window(
+                options.title, assets.page_url(shown_port, secret), width=geometry.width, height=geometry.height,
+                x=geometry.x, y=geometry.y, maximized=geometry.maximized, min_size=MIN_SIZE,
+                background_color=BACKGROUND, text_select=True)
+            window.events.moved += keeper.moved
+            window.events.resized += keeper.resized
+            window.events.maximized += keeper.maximized
+            window.events.restored += keeper.restored
+            window.events.closing += keeper.save
+            webview.start(gui=GUI, icon=str(ICON), private_mode=True)
+        finally:
+            supervisor.stop()
+            keeper.save()
+            if store is not None:
+                store.close()
+    return 0

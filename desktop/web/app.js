@@ -1,0 +1,524 @@
+// Stella's window: the character, outfits, conversation, indicators and settings, all driven by
+// the engine's events over the local channel (channel.js). The same page runs in the desktop
+// window and in headless Chromium for tests.
+
+import { CharacterRenderer, autoBlink } from './character.js';
+import { Channel, endpointFromHash } from './channel.js';
+
+const ASSETS = { atlasUrl: '/atlas/default/atlas.png', manifestUrl: '/atlas/default/manifest.json', shaderBase: '/shaders/' };
+// Frame pacing: blinks, talking and crossfades get full motion and an outfit switch is drawn on
+// the very next frame. Idle breathing moves about a pixel a second, so on software GL (where each
+// frame per second costs ~3% of a core) idle frames are few.
+const ACTIVE_FRAME_MS = 1000 / 30;
+const SOFTWARE_IDLE_FRAME_MS = 1000 / 2;
+const SOFTWARE_GL = /llvmpipe|softpipe|swiftshader|software/i;
+
+function idleFrameMs(gl) {
+  const info = gl.getExtension('WEBGL_debug_renderer_info');
+  const renderer = info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : '';
+  return SOFTWARE_GL.test(renderer) ? SOFTWARE_IDLE_FRAME_MS : ACTIVE_FRAME_MS;
+}
+const STATE_LABELS = { idle: 'Idle', listening: 'Listening', thinking: 'Thinking…', speaking: 'Speaking' };
+// Problems that stay until the user acts: their message stays until it is dismissed.
+const LASTING_ERRORS = new Set(['device_refused', 'store_unavailable']);
+const $ = (id) => document.getElementById(id);
+
+function el(tag, props = {}, ...children) {
+  const node = Object.assign(document.createElement(tag), props);
+  node.append(...children);
+  return node;
+}
+
+const titleCase = (s) => s.replace(/_/g, ' ').replace(/\b\w/g, (c) => c.toUpperCase());
+
+// --- the character: WebGL2, or PNG frames from the engine when the webview has no WebGL2 -----
+
+class CharacterView {
+  constructor(canvas, img, channel) {
+    this.canvas = canvas;
+    this.img = img;
+    this.channel = channel;
+    this.renderer = null;
+    this.mode = 'loading'; // then 'webgl' or 'frames'
+    this.manifest = null;
+    this.outfit = null;
+    this.mouth = { start: 0, hopMs: 20, levels: [] };
+    this.pulseAt = -1e9;
+    this.switchedAt = -1e9;
+    this.idleFrameMs = ACTIVE_FRAME_MS;
+    this.dirty = true;
+    this._lastDraw = -1e9;
+    this._frameUrl = null;
+  }
+
+  async init() {
+    try {
+      this.renderer = new CharacterRenderer(this.canvas, { ...ASSETS, crossfadeMs: 150 });
+      await this.renderer.ready;
+      this.manifest = this.renderer.manifest;
+      this.mode = 'webgl';
+      this.idleFrameMs = idleFrameMs(this.renderer.gl);
+      if (this.outfit) this.renderer.setOutfit(this.outfit, { crossfadeMs: 0 });
+      requestAnimationFrame(() => this._tick());
+    } catch (err) {
+      console.warn(`Stella: drawing with the engine's frames (${err.message})`);
+      this.renderer = null;
+      this.mode = 'frames';
+      this.manifest = await (await fetch(ASSETS.manifestUrl)).json();
+      this.canvas.hidden = true;
+      this.img.hidden = false;
+      new ResizeObserver(() => this.requestFrames()).observe(this.img.parentElement);
+      this.channel.addEventListener('frame', (e) => this._showFrame(e.detail));
+    }
+    return this.manifest;
+  }
+
+  setOutfit(id) {
+    if (this.outfit === id) return;
+    this.outfit = id;
+    document.body.dataset.outfit = id;
+    if (this.mode === 'webgl' && this.renderer.outfit !== id) {
+      this.renderer.setOutfit(id);
+      this.switchedAt = performance.now();
+      this.dirty = true; // drawn on the very next animation frame, whatever the frame cap
+    }
+  }
+
+  /** Lip-sync levels for a sentence that starts being heard now. */
+  speak(levels, hopMs) { this.mouth = { start: performance.now(), hopMs, levels }; }
+
+  /** A short mouth movement per streamed token, when replies are read rather than heard. */
+  pulse() { this.pulseAt = performance.now(); }
+
+  stopMouth() { this.mouth = { start: 0, hopMs: 20, levels: [] }; }
+
+  /** Ask the engine for frames at the box's size (fallback mode only). */
+  requestFrames() {
+    if (this.mode !== 'frames') return;
+    const box = this.img.parentElement.getBoundingClientRect();
+    const dpr = window.devicePixelRatio || 1;
+    this.channel.send({ cmd: 'frames', width: Math.round(box.width * dpr), height: Math.round(box.height * dpr) });
+  }
+
+  _mouthAt(now) {
+    const { start, hopMs, levels } = this.mouth;
+    const i = Math.floor((now - start) / hopMs);
+    const spoken = i >= 0 && i < levels.length ? levels[i] : 0;
+    const pulse = 0.7 * Math.max(0, 1 - (now - this.pulseAt) / 140);
+    return Math.max(spoken, pulse);
+  }
+
+  _tick() {
+    // The time of drawing, not the frame's start (rAF's argument): a switch clicked during this
+    // frame is already part way into its crossfade when the frame is drawn.
+    const now = performance.now();
+    const dpr = window.devicePixelRatio || 1;
+    const width = Math.round(this.canvas.clientWidth * dpr);
+    const height = Math.round(this.canvas.clientHeight * dpr);
+    if (width > 0 && height > 0 && (width !== this.canvas.width || height !== this.canvas.height)) {
+      this.canvas.width = width;
+      this.canvas.height = height;
+      this.dirty = true;
+    }
+    const mouth = this._mouthAt(now);
+    const t = (now - this.renderer.epoch) / 1000;
+    const blinking = autoBlink(t) > 0 || autoBlink(t + ACTIVE_FRAME_MS / 1000) > 0;
+    const active = mouth > 0 || blinking || now - this.switchedAt < this.renderer.crossfadeMs;
+    if (this.dirty || now - this._lastDraw >= (active ? ACTIVE_FRAME_MS : this.idleFrameMs)) {
+      this.renderer.setMouth(mouth);
+      this.renderer.renderLive(now);
+      this._lastDraw = now;
+      this.dirty = false;
+      document.body.dataset.character = 'webgl'; // drawn at least once
+    }
+    requestAnimationFrame(() => this._tick());
+  }
+
+  _showFrame(blob) {
+    const previous = this._frameUrl;
+    this._frameUrl = URL.createObjectURL(blob);
+    this.img.src = this._frameUrl;
+    document.body.dataset.character = 'frames';
+    if (previous) this.img.decode().finally(() => URL.revokeObjectURL(previous));
+  }
+}
+
+// --- outfits ----------------------------------------------------------------------------------
+
+class Outfits {
+  constructor(nav, onPick) {
+    this.nav = nav;
+    this.onPick = onPick;
+  }
+
+  render(outfits) {
+    this.nav.replaceChildren(...outfits.map((o) => {
+      const button = el('button', { type: 'button', className: 'outfit', title: o.name },
+        el('img', { src: o.thumbnail, alt: '' }), el('span', { textContent: o.name }));
+      button.dataset.outfit = o.id;
+      button.setAttribute('aria-pressed', 'false');
+      button.addEventListener('click', () => this.onPick(o.id));
+      return button;
+    }));
+  }
+
+  select(id) {
+    for (const button of this.nav.children) button.setAttribute('aria-pressed', String(button.dataset.outfit === id));
+  }
+}
+
+// --- the conversation ---------------------------------------------------------------------------
+
+class Transcript {
+  constructor(list) {
+    this.list = list;
+    this.replies = new Map(); // turn -> bubble of Stella's reply
+  }
+
+  _add(role, text, ...classes) {
+    const bubble = el('li', { className: ['bubble', role, ...classes].join(' '), textContent: text });
+    this.list.append(bubble);
+    this.list.scrollTop = this.list.scrollHeight;
+    return bubble;
+  }
+
+  history(turns) {
+    this.list.replaceChildren();
+    this.replies.clear();
+    for (const t of turns) {
+      if (t.role !== 'system') this._add(t.role, t.text, 'earlier', ...(t.interrupted ? ['interrupted'] : []));
+    }
+  }
+
+  user(turn, text) {
+    this._add('user', text);
+    const reply = this._add('assistant', '…', 'partial', 'thinking');
+    this.replies.set(turn, reply);
+  }
+
+  token(turn, text) {
+    const bubble = this.replies.get(turn);
+    if (!bubble) return;
+    if (bubble.classList.contains('thinking')) {
+      bubble.classList.remove('thinking');
+      bubble.textContent = '';
+      text = text.trimStart();
+    }
+    bubble.textContent += text;
+    this.list.scrollTop = this.list.scrollHeight;
+  }
+
+  done(turn, reason, text) {
+    const bubble = this.replies.get(turn);
+    if (!bubble) return;
+    this.replies.delete(turn);
+    bubble.classList.remove('partial', 'thinking');
+    bubble.textContent = text.trim() || (reason === 'cancelled' ? '' : 'No reply this time.');
+    if (reason === 'cancelled') bubble.classList.add('interrupted');
+    if (reason === 'error' || !text.trim()) bubble.classList.add('failed');
+  }
+}
+
+// --- small pieces of chrome ---------------------------------------------------------------------
+
+class Toasts {
+  constructor(box) { this.box = box; }
+
+  show(message, kind = 'error', ttlMs = 12000) {
+    for (const t of this.box.children) if (t.dataset.message === message) return;
+    const close = el('button', { type: 'button', textContent: '×', title: 'Dismiss' });
+    const toast = el('div', { className: 'toast', role: kind === 'error' ? 'alert' : 'status' },
+      el('p', { textContent: message }), close);
+    toast.dataset.kind = kind;
+    toast.dataset.message = message;
+    close.addEventListener('click', () => toast.remove());
+    this.box.append(toast);
+    while (this.box.children.length > 3) this.box.firstChild.remove();
+    if (ttlMs) setTimeout(() => toast.remove(), ttlMs);
+  }
+}
+
+class LinkPill {
+  constructor(node) {
+    this.node = node;
+    this.label = node.querySelector('.label');
+    this.status = null;
+    this._shown = null;
+    setInterval(() => this._render(), 200); // the reconnect countdown
+  }
+
+  update(status) {
+    this.status = { ...status, retryAt: status.retry_in == null ? null : performance.now() + status.retry_in * 1000 };
+    this._render();
+  }
+
+  _render() {
+    const s = this.status;
+    if (!s) return;
+    let text = 'Connecting…';
+    if (s.refused) {
+      text = 'Not allowed · pair in Settings';
+    } else if (s.connected) {
+      text = s.transport === 'websocket' ? 'Online · WebSocket' : 'Online · Long-poll';
+    } else if (s.retryAt !== null) {
+      const left = Math.max(0, Math.ceil((s.retryAt - performance.now()) / 1000));
+      text = left > 0 ? `Offline · retrying in ${left} s` : 'Offline · retrying…';
+    }
+    if (this.label.textContent === text && this._shown === s) return; // repaint only on a change
+    this._shown = s;
+    this.node.dataset.transport = s.connected ? s.transport : 'offline';
+    this.node.dataset.connecting = String(!s.connected && !s.refused && s.retryAt === null);
+    this.node.title = s.detail ? `Server: ${s.detail}` : '';
+    this.label.textContent = text;
+  }
+}
+
+class EngineBanner {
+  constructor(node) {
+    this.node = node;
+    this.restarts = 0;
+    this._timer = 0;
+    this._retryAt = null;
+    setInterval(() => this._countdown(), 250);
+  }
+
+  _show(text, kind = 'warn', ttlMs = 0) {
+    clearTimeout(this._timer);
+    this.node.textContent = text;
+    this.node.dataset.kind = kind;
+    this.node.hidden = false;
+    if (ttlMs) this._timer = setTimeout(() => { this.node.hidden = true; }, ttlMs);
+  }
+
+  lost(status) {
+    this._retryAt = status.everConnected ? status.retryAt : null;
+    if (status.everConnected) this._countdown();
+    else this._show('Starting Stella’s engine…');
+  }
+
+  hello(event) {
+    this._retryAt = null;
+    if (event.restarts > this.restarts) {
+      const how = event.last_exit ? ` (${event.last_exit})` : '';
+      this._show(`Stella’s engine stopped unexpectedly${how} and has been restarted.`, 'ok', 12000);
+    } else if (this.node.dataset.kind !== 'ok') {
+      this.node.hidden = true;
+    }
+    this.restarts = event.restarts;
+  }
+
+  missing() {
+    this._show('This page needs the Stella app: open Stella from its desktop icon or with `stella`.');
+  }
+
+  _countdown() {
+    if (this._retryAt === null) return;
+    const left = Math.max(0, Math.ceil((this._retryAt - performance.now()) / 1000));
+    this._show(`Lost contact with Stella’s engine — reconnecting${left ? ` in ${left} s` : '…'}`);
+  }
+}
+
+// --- settings -----------------------------------------------------------------------------------
+
+class SettingsPanel {
+  constructor(channel, toasts) {
+    this.channel = channel;
+    this.toasts = toasts;
+    this.panel = $('settings');
+    this.backdrop = $('settings-backdrop');
+    this.form = $('settings-form');
+    this.note = $('settings-note');
+    $('open-settings').addEventListener('click', () => this.open());
+    $('close-settings').addEventListener('click', () => this.close());
+    this.backdrop.addEventListener('click', () => this.close());
+    document.addEventListener('keydown', (e) => { if (e.key === 'Escape') this.close(); });
+    this.form.wake_engine.addEventListener('change', () => this._showWakeFields());
+    this.form.addEventListener('submit', (e) => { e.preventDefault(); this.save(); });
+    $('pair').addEventListener('click', () => this.channel.send({ cmd: 'pair', code: $('pairing-code').value.trim() }));
+  }
+
+  get isOpen() { return !this.panel.hidden; }
+
+  open() {
+    this.panel.hidden = this.backdrop.hidden = false;
+    this.note.textContent = '';
+    this.channel.send({ cmd: 'settings' }); // fresh device lists
+    this.form.server_url.focus();
+  }
+
+  close() { this.panel.hidden = this.backdrop.hidden = true; }
+
+  save() {
+    const values = {};
+    for (const name of ['server_url', 'wake_engine', 'wake_model', 'wake_phrase', 'tts_engine', 'input_device',
+      'output_device']) values[name] = this.form[name].value;
+    if (!this.channel.send({ cmd: 'settings', values })) {
+      this.toasts.show('Stella’s engine is not reachable right now, so the settings were not saved. Try again in a moment.');
+    }
+  }
+
+  update(event) {
+    const { values, choices } = event;
+    const options = (select, items, label, defaultLabel) => {
+      const current = values[select.name];
+      const list = defaultLabel === undefined ? items : ['', ...items];
+      if (!list.includes(current)) list.push(current);
+      select.replaceChildren(...list.map((v) => el('option', {
+        value: v,
+        textContent: v === '' ? defaultLabel : label(v) + (items.includes(v) || v === '' ? '' : ' (not connected)'),
+      })));
+    };
+    options(this.form.wake_model, choices.wake_model, titleCase);
+    options(this.form.input_device, choices.input_device, (v) => v, 'System default');
+    options(this.form.output_device, choices.output_device, (v) => v, 'System default');
+    for (const [name, value] of Object.entries(values)) if (this.form[name]) this.form[name].value = value;
+    this._showWakeFields();
+    $('pairing-status').textContent = event.paired ? 'This device is paired with the server.'
+      : 'Not paired. A server on this computer lets Stella in by itself; for another one, type the code '
+        + 'its operator gives you (stella-server device add).';
+    if (event.saved) this.note.textContent = 'Saved ✓';
+  }
+
+  _showWakeFields() {
+    const engine = this.form.wake_engine.value;
+    for (const label of this.form.querySelectorAll('[data-for]')) label.hidden = label.dataset.for !== engine;
+  }
+}
+
+// --- wiring -------------------------------------------------------------------------------------
+
+async function main() {
+  const endpoint = endpointFromHash(location.hash);
+  const banner = new EngineBanner($('engine'));
+  if (!endpoint) {
+    banner.missing();
+    return;
+  }
+  const channel = new Channel(endpoint);
+  const toasts = new Toasts($('toasts'));
+  const transcript = new Transcript($('transcript'));
+  const link = new LinkPill($('link'));
+  const settings = new SettingsPanel(channel, toasts);
+  const view = new CharacterView($('character'), $('character-frames'), channel);
+  const stateNode = $('state');
+  const wakeNode = $('wake');
+  const caption = $('caption');
+  const ptt = $('ptt');
+  let voice = { status: 'loading', detail: '' };
+  let pendingOutfit = null; // picked while the engine was unreachable: sent when it is back
+  let captionTimer = 0;
+  const shownVoiceNotes = new Set();
+
+  const say = (text, clearAfterMs = 0) => {
+    clearTimeout(captionTimer);
+    caption.textContent = text;
+    if (clearAfterMs) captionTimer = setTimeout(() => { caption.textContent = ''; }, clearAfterMs);
+  };
+
+  const outfits = new Outfits($('outfits'), (id) => {
+    view.setOutfit(id);
+    outfits.select(id);
+    pendingOutfit = channel.send({ cmd: 'outfit', id }) ? null : id;
+  });
+
+  const handlers = {
+    hello: (e) => {
+      banner.hello(e);
+      if (pendingOutfit) channel.send({ cmd: 'outfit', id: pendingOutfit });
+      view.requestFrames();
+    },
+    history: (e) => transcript.history(e.turns),
+    settings: (e) => settings.update(e),
+    outfit: (e) => {
+      if (pendingOutfit && e.source === 'store') return;
+      if (e.id === pendingOutfit) pendingOutfit = null;
+      view.setOutfit(e.id);
+      outfits.select(e.id);
+    },
+    state: (e) => {
+      stateNode.dataset.state = e.state;
+      stateNode.querySelector('.label').textContent = STATE_LABELS[e.state] || e.state;
+      if (e.state === 'idle') view.stopMouth();
+    },
+    link: (e) => link.update(e),
+    voice: (e) => {
+      voice = e;
+      wakeNode.dataset.voice = e.status;
+      wakeNode.title = e.detail;
+      ptt.setAttribute('aria-disabled', String(e.status !== 'ready'));
+      const label = wakeNode.querySelector('.label');
+      if (e.status === 'ready') label.textContent = e.wake_word ? `Say “${e.wake_word}”` : 'Listening for you';
+      else label.textContent = e.status === 'loading' ? 'Voice starting…' : 'Voice off';
+      if (e.status === 'off' && !shownVoiceNotes.has(e.detail)) {
+        shownVoiceNotes.add(e.detail);
+        toasts.show(e.detail, 'info', 8000);
+      }
+    },
+    wake: () => {
+      wakeNode.classList.add('woke');
+      setTimeout(() => wakeNode.classList.remove('woke'), 2500);
+      say('Yes? I’m listening…');
+    },
+    speech_start: () => say('Listening…'),
+    transcript: (e) => say(e.text ? `“${e.text}”` : '', 4000),
+    user_turn: (e) => {
+      transcript.user(e.turn, e.text);
+      say('', 0);
+    },
+    token: (e) => {
+      transcript.token(e.turn, e.text);
+      if (voice.status !== 'ready') view.pulse();
+    },
+    reply_done: (e) => transcript.done(e.turn, e.reason, e.text),
+    mouth: (e) => (e.levels.length ? view.speak(e.levels, e.hop_ms) : view.stopMouth()),
+    interruption: () => view.stopMouth(),
+    error: (e) => toasts.show(e.message, 'error', LASTING_ERRORS.has(e.code) ? 0 : 12000),
+  };
+
+  channel.addEventListener('message', (e) => handlers[e.detail.type]?.(e.detail));
+  channel.addEventListener('status', (e) => {
+    if (e.detail.connected) return;
+    banner.lost(e.detail);
+    // Without the engine nothing is known about the server or Stella: the greeting will say.
+    link.update({ transport: 'offline', connected: false, retry_in: null, detail: 'waiting for Stella’s engine' });
+    handlers.state({ state: 'idle' });
+  });
+
+  $('composer').addEventListener('submit', (e) => {
+    e.preventDefault();
+    const input = $('message');
+    const text = input.value.trim();
+    if (!text) return;
+    if (channel.send({ cmd: 'text', text })) input.value = '';
+    else toasts.show('Stella’s engine is not reachable right now, so your message was not sent. It is being restarted — try again in a moment.');
+  });
+
+  let held = false;
+  const talk = (down) => {
+    if (down === held) return;
+    if (down && voice.status !== 'ready') {
+      toasts.show(voice.detail || 'Push-to-talk needs the microphone, which is not ready yet.', 'info', 6000);
+      return;
+    }
+    held = down;
+    ptt.classList.toggle('held', down);
+    channel.send({ cmd: down ? 'ptt_start' : 'ptt_stop' });
+    if (down) say('Listening… release to send');
+  };
+  ptt.addEventListener('pointerdown', (e) => { ptt.setPointerCapture(e.pointerId); talk(true); });
+  for (const type of ['pointerup', 'pointercancel']) ptt.addEventListener(type, () => talk(false));
+  const typing = (target) => target.closest('input, select, textarea, button') !== null;
+  document.addEventListener('keydown', (e) => {
+    if (e.code === 'Space' && !e.repeat && !typing(e.target) && !settings.isOpen) { e.preventDefault(); talk(true); }
+  });
+  document.addEventListener('keyup', (e) => { if (e.code === 'Space' && held) talk(false); });
+
+  channel.connect();
+  const manifest = await view.init();
+  outfits.render(manifest.outfits);
+  if (!view.outfit) view.setOutfit(manifest.default_outfit);
+  outfits.select(view.outfit);
+  view.requestFrames();
+}
+
+main();

@@ -1,0 +1,83 @@
+// The page's side of the local channel to Stella's engine (sidecar/channel.py).
+//
+// The shell puts the engine's port and the launch secret in the URL fragment (never sent over
+// HTTP). The secret travels as a WebSocket subprotocol, the only header a page may set. The
+// channel reconnects by itself: the engine restarts on the same port after a crash.
+//
+//   const channel = new Channel(endpointFromHash(location.hash));
+//   channel.addEventListener('message', (e) => e.detail);   // {type: ...} events
+//   channel.addEventListener('frame', (e) => e.detail);     // Blob: a PNG of the fallback stream
+//   channel.addEventListener('status', (e) => e.detail);    // {connected, retryAt, everConnected}
+//   channel.connect();
+//   channel.send({cmd: 'text', text: 'Hi!'});
+
+export const SUBPROTOCOL = 'stella.v1';
+const RETRY_FIRST_MS = 250;
+const RETRY_MAX_MS = 3000;
+
+/** {port, secret} from "#port=…&secret=…", or null when the page was opened some other way. */
+export function endpointFromHash(hash) {
+  const params = new URLSearchParams(hash.replace(/^#/, ''));
+  const port = Number(params.get('port'));
+  const secret = params.get('secret') || '';
+  return Number.isInteger(port) && port > 0 && /^[A-Za-z0-9_-]{32,}$/.test(secret) ? { port, secret } : null;
+}
+
+export class Channel extends EventTarget {
+  constructor({ port, secret }) {
+    super();
+    this.url = `ws://127.0.0.1:${port}/`;
+    this.protocols = [SUBPROTOCOL, `auth.${secret}`];
+    this.socket = null;
+    this.everConnected = false;
+    this.retryMs = RETRY_FIRST_MS;
+    this._timer = 0;
+  }
+
+  get connected() {
+    return this.socket !== null && this.socket.readyState === WebSocket.OPEN;
+  }
+
+  connect() {
+    clearTimeout(this._timer);
+    const socket = new WebSocket(this.url, this.protocols);
+    socket.binaryType = 'blob';
+    this.socket = socket;
+    socket.onopen = () => {
+      this.everConnected = true;
+      this.retryMs = RETRY_FIRST_MS;
+      this._status({ connected: true });
+    };
+    socket.onmessage = (e) => {
+      if (typeof e.data !== 'string') {
+        this.dispatchEvent(new CustomEvent('frame', { detail: e.data }));
+        return;
+      }
+      let event;
+      try {
+        event = JSON.parse(e.data);
+      } catch {
+        return; // the engine only sends JSON text; anything else is not ours to show
+      }
+      this.dispatchEvent(new CustomEvent('message', { detail: event }));
+    };
+    socket.onclose = () => {
+      if (this.socket !== socket) return;
+      const delay = this.retryMs;
+      this.retryMs = Math.min(RETRY_MAX_MS, Math.round(this.retryMs * 1.6));
+      this._timer = setTimeout(() => this.connect(), delay);
+      this._status({ connected: false, retryAt: performance.now() + delay });
+    };
+  }
+
+  /** Send a command; false if the engine is not reachable right now. */
+  send(command) {
+    if (!this.connected) return false;
+    this.socket.send(JSON.stringify(command));
+    return true;
+  }
+
+  _status(detail) {
+    this.dispatchEvent(new CustomEvent('status', { detail: { ...detail, everConnected: this.everConnected } }));
+  }
+}

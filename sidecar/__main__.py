@@ -1,0 +1,85 @@
+"""`python -m sidecar run ...`: the voice loop from files or the default devices.
+
+    python -m sidecar run --audio-in in.wav --audio-out out.wav --events events.jsonl \\
+        --server http://127.0.0.1:8765 --wake hey_jarvis
+    python -m sidecar run --text "What is the capital of France?" --audio-out reply.wav
+    python -m sidecar run --server http://gpu-box:8765            # microphone + speaker
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from remote_api.client import LinkError
+from remote_api.config import ConfigError, load_config
+from remote_api.logs import setup_logging
+from sidecar.config import WAKE_MODELS, AppConfig
+from sidecar.headless import Options, run, with_wake
+from sidecar.models.errors import ModelError
+from sidecar.pipeline import VoiceError
+from sidecar.voice.audio import AudioFileError
+
+
+def _span(text: str) -> tuple[float, float]:
+    try:
+        start, end = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected START:END in seconds, got {text!r}") from None
+    if not 0 <= start < end:
+        raise argparse.ArgumentTypeError(f"push-to-talk span {text!r} must have 0 <= START < END")
+    return start, end
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m sidecar", description="Stella's voice engine")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run the voice loop (files or the default devices)")
+    r.add_argument("--server", help="the Stella gateway URL (default: server_url from the config)")
+    r.add_argument("--config", type=Path, help="TOML settings (env STELLA_SECTION__KEY overrides them)")
+    r.add_argument("--audio-in", type=Path, help="WAV file fed as the microphone, at real-time pace")
+    r.add_argument("--audio-out", type=Path, help="WAV file the speaker writes, on in.wav's timeline")
+    r.add_argument("--events", type=Path, help="JSONL event log: one {type, t, ...} object per line")
+    r.add_argument("--wake", help=f"wake word: {', '.join(WAKE_MODELS)} (acoustic), 'off', or a custom "
+                                  "phrase such as 'hey stella'")
+    r.add_argument("--text", action="append", default=[], help="a typed turn (skips ASR); repeatable")
+    r.add_argument("--push-to-talk", action="append", default=[], type=_span, metavar="START:END",
+                   help="hold push-to-talk over this span of --audio-in (seconds); repeatable")
+    r.add_argument("--input-device", help="microphone name or index (default: the system's)")
+    r.add_argument("--output-device", help="speaker name or index (default: the system's)")
+    r.add_argument("--fast", action="store_true", help="read --audio-in as fast as possible (tests)")
+    r.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        config = load_config(AppConfig, args.config)
+        if args.server:
+            config = replace(config, server_url=args.server)
+        if args.wake:
+            config = with_wake(config, args.wake)
+        devices = {k: v for k, v in (("input_device", args.input_device), ("output_device", args.output_device)) if v}
+        config = replace(config, voice=replace(config.voice, **devices))
+    except (ConfigError, ValueError) as exc:
+        print(f"stella: {exc}", file=sys.stderr)
+        return 2
+    setup_logging(args.log_level or config.log_level)
+    options = Options(audio_in=args.audio_in, audio_out=args.audio_out, events=args.events, texts=args.text,
+                      push_to_talk=args.push_to_talk, fast=args.fast)
+    try:
+        asyncio.run(run(config, options))
+    except (VoiceError, LinkError, ModelError, AudioFileError) as exc:
+        print(f"stella: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

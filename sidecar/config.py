@@ -1,0 +1,111 @@
+"""The desktop side's settings: one `AppConfig`, loaded from TOML + `STELLA_SECTION__KEY` env.
+
+    [voice]
+    hangover_ms = 400
+    wake_engine = "openwakeword"
+    wake_model = "hey_jarvis"
+
+Loaded with the loader the gateway uses — `load_config(AppConfig, path)` from
+`remote_api.config` — so unknown or mistyped settings are errors naming the setting and the
+file. Passed down, never global.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from remote_api.link_config import LinkConfig
+
+# The openWakeWord models `stella models install wakeword` provides.
+WAKE_MODELS = ("hey_jarvis", "alexa", "hey_mycroft", "hey_rhasspy", "okay_nabu")
+
+
+@dataclass
+class VoiceConfig:
+    """Microphone, VAD, wake word, ASR, TTS and speaker settings."""
+
+    # Devices: a name (substring match) or index as sounddevice lists them; "" = the default.
+    input_device: str = ""
+    output_device: str = ""
+    block_ms: int = 20  # capture block (10-30 ms)
+    output_rate: int = 0  # 0 = the output device's own rate (a file: the input file's rate)
+    # VAD (silero): speech starts when the probability reaches `vad_threshold` and ends after
+    # `hangover_ms` below it; `preroll_ms` of audio before the onset is kept so the first
+    # syllable is never clipped. Utterances with less voice than `min_speech_ms` are noise.
+    vad_threshold: float = 0.5
+    preroll_ms: int = 300
+    hangover_ms: int = 300
+    min_speech_ms: int = 150
+    max_utterance_s: float = 20.0
+    # Wake word: "openwakeword" (acoustic, always on), "phrase" (whisper checks each
+    # utterance for the name in `wake_phrase`) or "off" (every utterance is a turn).
+    wake_engine: Literal["openwakeword", "phrase", "off"] = "phrase"
+    wake_model: str = "hey_jarvis"
+    wake_phrase: str = "hey stella"
+    wake_threshold: float = 0.5
+    wake_window_s: float = 8.0  # after a bare wake word, how long the next utterance is addressed
+    # ASR: pywhispercpp with a provisioned ggml model.
+    asr_model: str = "whisper-tiny.en"
+    asr_threads: int = 2
+    # TTS: piper with a provisioned voice; espeak-ng is the fallback (or the choice).
+    tts_engine: Literal["piper", "espeak"] = "piper"
+    piper_voice: str = "piper-joe"
+    espeak_voice: str = "en-us"
+    sentence_pause_ms: int = 120  # silence between sentences
+    first_clause_words: int = 4  # the first sentence may be cut at a comma after this many words
+
+    def __post_init__(self) -> None:
+        if not 10 <= self.block_ms <= 30:
+            raise ValueError(f"voice setting 'block_ms' must be 10-30, got {self.block_ms}")
+        if not 0 < self.vad_threshold < 1:
+            raise ValueError(f"voice setting 'vad_threshold' must be between 0 and 1, got {self.vad_threshold}")
+        if not 0 < self.wake_threshold < 1:
+            raise ValueError(f"voice setting 'wake_threshold' must be between 0 and 1, got {self.wake_threshold}")
+        for name in ("preroll_ms", "hangover_ms", "min_speech_ms", "sentence_pause_ms", "output_rate"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"voice setting '{name}' must not be negative, got {getattr(self, name)}")
+        if self.asr_threads < 1:
+            raise ValueError(f"voice setting 'asr_threads' must be at least 1, got {self.asr_threads}")
+        if self.wake_engine == "openwakeword" and self.wake_model not in WAKE_MODELS:
+            raise ValueError(f"voice setting 'wake_model' must be one of {', '.join(WAKE_MODELS)}, "
+                             f"got {self.wake_model!r}")
+        if self.wake_engine == "phrase" and not self.wake_phrase.split():
+            raise ValueError("voice setting 'wake_phrase' must name the character, e.g. \"hey stella\"")
+
+
+@dataclass
+class PersonaConfig:
+    """Who Stella is; the system line and an example exchange are built from this."""
+
+    name: str = "Stella"
+    personality: str = "a warm, curious and playful companion"
+    speaking_style: str = "You speak in short, friendly sentences."
+    greeting: str = "Hi, I'm Stella. It's lovely to meet you!"
+
+
+@dataclass
+class ChatConfig:
+    """How replies are requested: short, low temperature, cut at the end of the line."""
+
+    max_tokens: int = 48
+    temperature: float = 0.3
+    stop: list[str] = field(default_factory=lambda: ["\n", "User:", "USER:"])
+    history_tokens: int = 600  # the history kept in the prompt, oldest turns dropped first
+    reply_timeout_s: float = 30.0  # give up on a reply that has not finished by then
+
+    def __post_init__(self) -> None:
+        if self.max_tokens < 1:
+            raise ValueError(f"chat setting 'max_tokens' must be at least 1, got {self.max_tokens}")
+        if not 0 <= self.temperature <= 2:
+            raise ValueError(f"chat setting 'temperature' must be 0-2, got {self.temperature}")
+
+
+@dataclass
+class AppConfig:
+    server_url: str = "http://127.0.0.1:8765"
+    link: LinkConfig = field(default_factory=LinkConfig)
+    voice: VoiceConfig = field(default_factory=VoiceConfig)
+    persona: PersonaConfig = field(default_factory=PersonaConfig)
+    chat: ChatConfig = field(default_factory=ChatConfig)
+    log_level: str = "INFO"

@@ -1,0 +1,133 @@
+"""The session's event log (JSONL) and the per-turn timeline, both pipeline observers.
+
+Every line has `type` and `t` (seconds on the session timeline, shared with in.wav and
+out.wav), so latencies can be measured by comparing files. Each frame is written once, when
+it is first pushed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from sidecar.frames import (
+    AudioOutFrame,
+    ErrorFrame,
+    Frame,
+    ReplyDoneFrame,
+    RequestSentFrame,
+    SentenceFrame,
+    TokenFrame,
+    TranscriptFrame,
+    TurnEndedFrame,
+    TurnTimelineFrame,
+    UserTurnFrame,
+)
+from sidecar.pipeline import Direction, Processor
+
+log = logging.getLogger(__name__)
+
+
+class EventLog:
+    """Writes frames that are events as JSON lines (flushed at once, so a test can follow)."""
+
+    def __init__(self, path: Path | None) -> None:
+        self._file: IO[str] | None = path.open("w", encoding="utf-8") if path is not None else None
+
+    def __call__(self, source: Processor | None, frame: Frame, direction: Direction = Direction.DOWN) -> None:
+        if frame.event is None or frame._logged:
+            return
+        frame._logged = True
+        record = {"type": frame.event, "t": round(frame.t if frame.t is not None else 0.0, 4), **frame.event_data()}
+        if frame.event not in ("token", "sentence", "tts"):
+            log.info("event %s", json.dumps(record, ensure_ascii=False))
+        if self._file is not None:
+            self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+
+
+# Milestones of a turn, in the order they happen, and the stage each gap is named after.
+STAGES = (
+    ("speech_end", "endpoint", "hangover"),
+    ("endpoint", "transcript", "asr"),
+    ("transcript", "request_sent", "turn_taking"),
+    ("request_sent", "first_token", "llm_first_token"),
+    ("first_token", "first_sentence", "first_sentence"),
+    ("first_sentence", "first_audio", "tts_and_buffer"),
+)
+
+
+@dataclass
+class _Turn:
+    marks: dict[str, float] = field(default_factory=dict)
+
+    def mark(self, name: str, t: float | None, first: bool = True) -> None:
+        if t is not None and (not first or name not in self.marks):
+            self.marks[name] = t
+
+
+class TurnTimeline:
+    """Collects each turn's milestones; when the turn is over, emits a TurnTimelineFrame.
+
+    speech_end (the user's last voiced audio), endpoint (end-of-speech decided), transcript,
+    request_sent, first_token, last_token, first_sentence, first_audio (heard), reply_done,
+    turn_end. `latency_ms.total` is speech_end -> first_audio, the delay the user feels.
+    """
+
+    def __init__(self, emit: Callable[[TurnTimelineFrame], None]) -> None:
+        self.emit = emit
+        self._turns: dict[int, _Turn] = {}
+        self._heard: dict[float, tuple[float, float]] = {}  # utterance end -> (endpoint, transcript)
+
+    def __call__(self, source: Processor | None, frame: Frame, direction: Direction = Direction.DOWN) -> None:
+        if isinstance(frame, TranscriptFrame):
+            self._heard[frame.utterance.end] = (frame.utterance.t, frame.t)
+            while len(self._heard) > 16:  # transcripts that started no turn
+                self._heard.pop(next(iter(self._heard)))
+        elif isinstance(frame, UserTurnFrame):
+            turn = self._turns.setdefault(frame.turn, _Turn())
+            if frame.speech_end is not None:
+                turn.mark("speech_end", frame.speech_end)
+                endpoint, transcript = self._heard.pop(frame.speech_end, (None, None))
+                turn.mark("endpoint", endpoint)
+                turn.mark("transcript", transcript)
+            turn.mark("user_turn", frame.t)
+        elif isinstance(frame, RequestSentFrame):
+            self._get(frame.turn).mark("request_sent", frame.t)
+        elif isinstance(frame, TokenFrame):
+            self._get(frame.turn).mark("first_token", frame.t)
+            self._get(frame.turn).mark("last_token", frame.t, first=False)
+        elif isinstance(frame, SentenceFrame):
+            self._get(frame.turn).mark("first_sentence", frame.t)
+        elif isinstance(frame, AudioOutFrame):
+            self._get(frame.turn).mark("first_audio", frame.t)
+        elif isinstance(frame, ReplyDoneFrame):
+            self._get(frame.turn).mark("reply_done", frame.t)
+        elif isinstance(frame, TurnEndedFrame):
+            self._finish(frame.turn, frame.t)
+        elif isinstance(frame, ErrorFrame) and frame.fatal:
+            self._turns.clear()
+
+    def _get(self, turn: int) -> _Turn:
+        return self._turns.setdefault(turn, _Turn())
+
+    def _finish(self, number: int, t: float | None) -> None:
+        turn = self._turns.pop(number, None)
+        if turn is None:
+            return
+        turn.mark("turn_end", t)
+        marks = turn.marks
+        gaps = {name: round((marks[b] - marks[a]) * 1000, 1) for a, b, name in STAGES if a in marks and b in marks}
+        start = "speech_end" if "speech_end" in marks else "user_turn"
+        if start in marks and "first_audio" in marks:
+            gaps["total"] = round((marks["first_audio"] - marks[start]) * 1000, 1)
+        self.emit(TurnTimelineFrame(turn=number, marks={k: round(v, 4) for k, v in marks.items()},
+                                    latency_ms=gaps, t=t))

@@ -1,0 +1,309 @@
+"""The typed frames that flow through the voice pipeline.
+
+Three kinds, as in pipecat: *system* frames jump every queue and are handled at once (an
+interruption must not wait behind queued audio); *data* and *control* frames are handled in
+order. An interruption drops the data/control frames still queued where it passes, except
+the user's own (`interruptible = False`: audio, utterances, transcripts, typed text) — the
+words that interrupted must never be lost.
+
+A frame with an `event` name is also an entry of the session's event log (JSONL): `type` is
+that name, `t` the frame's time in seconds on the session timeline (0 = the first input
+sample), and the other fields come from `event_data()` (audio payloads are left out).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+
+@dataclass(kw_only=True)
+class Frame:
+    # Seconds on the session timeline; None = "now", stamped when the frame is first pushed.
+    t: float | None = None
+    _logged: bool = field(default=False, init=False, repr=False, compare=False)
+    event: ClassVar[str | None] = None
+    interruptible: ClassVar[bool] = True
+
+    def event_data(self) -> dict[str, Any]:
+        """The fields that go into the event log (arrays and private fields left out)."""
+        data: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("t", "_logged") or isinstance(value, np.ndarray):
+                continue
+            data[f.name] = round(value, 4) if isinstance(value, float) else value
+        return data
+
+
+@dataclass(kw_only=True)
+class SystemFrame(Frame):
+    """Handled as soon as it is pushed, ahead of anything queued."""
+
+
+@dataclass(kw_only=True)
+class DataFrame(Frame):
+    """Content, handled in order."""
+
+
+@dataclass(kw_only=True)
+class ControlFrame(Frame):
+    """State changes, handled in order."""
+
+
+# --- system -------------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class InterruptionFrame(SystemFrame):
+    """Stop what is being said now: each processor it reaches drops queued output.
+
+    Pushed downstream by whoever decides the user takes the floor (barge-in, "stop", a new
+    typed message); the reply processor cancels the turn upstream when it sees it.
+    """
+
+    event: ClassVar[str] = "interruption"
+    reason: str
+
+
+@dataclass(kw_only=True)
+class ErrorFrame(SystemFrame):
+    """Something went wrong; `fatal` ends the session (e.g. the microphone disappeared)."""
+
+    event: ClassVar[str] = "error"
+    code: str
+    message: str
+    fatal: bool = False
+
+
+# --- the session ----------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class EndFrame(ControlFrame):
+    """The session is over: each processor finishes its queued work, then passes this on."""
+
+    event: ClassVar[str] = "end"
+    interruptible: ClassVar[bool] = False
+
+
+@dataclass(kw_only=True)
+class InputStartedFrame(ControlFrame):
+    """The first microphone (or file) audio arrived: t = 0 of the session timeline."""
+
+    event: ClassVar[str] = "input_start"
+    interruptible: ClassVar[bool] = False
+    device: str
+    rate: int
+
+
+# --- the user's side ----------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class AudioFrame(DataFrame):
+    """A block of microphone audio: 16 kHz mono int16; `t` is the time of its first sample."""
+
+    interruptible: ClassVar[bool] = False
+    pcm: np.ndarray
+    rate: int
+
+    @property
+    def duration(self) -> float:
+        return len(self.pcm) / self.rate
+
+
+@dataclass(kw_only=True)
+class PushToTalkFrame(ControlFrame):
+    """The push-to-talk button went down or up: speech in between is addressed to Stella."""
+
+    event: ClassVar[str] = "push_to_talk"
+    interruptible: ClassVar[bool] = False
+    pressed: bool
+
+
+@dataclass(kw_only=True)
+class SpeechStartedFrame(ControlFrame):
+    """The VAD heard the user start speaking (`t` = the first voiced window)."""
+
+    event: ClassVar[str] = "speech_start"
+    interruptible: ClassVar[bool] = False
+
+
+@dataclass(kw_only=True)
+class SpeechStoppedFrame(ControlFrame):
+    """The hang-over passed without voice: the user stopped at `t` (end of the last voice)."""
+
+    event: ClassVar[str] = "speech_end"
+    interruptible: ClassVar[bool] = False
+    endpoint: float  # when the end was decided (t + hang-over)
+
+
+@dataclass(kw_only=True)
+class WakeFrame(ControlFrame):
+    """The wake word was heard (`t`: when); `engine` is "openwakeword" or "phrase"."""
+
+    event: ClassVar[str] = "wake"
+    interruptible: ClassVar[bool] = False
+    word: str
+    score: float
+    engine: str
+
+
+@dataclass(kw_only=True)
+class ListeningFrame(ControlFrame):
+    """Only the wake word was said: speech starting before `until` is taken as the question."""
+
+    event: ClassVar[str] = "listening"
+    interruptible: ClassVar[bool] = False
+    until: float
+
+
+@dataclass(kw_only=True)
+class UtteranceFrame(DataFrame):
+    """One VAD-gated (or push-to-talk) stretch of user speech, pre-roll included.
+
+    `t` is when its end was decided. A non-`final` one is sent when a pause begins, so ASR
+    can start while the hang-over runs; the final one follows (same `end` if the pause held).
+    The wake gate sets `wake_inside` when an acoustic wake word was said within it (so its
+    transcript starts with the wake word) and `verify_wake` when the custom-phrase engine
+    must look for the name in its transcript.
+    """
+
+    interruptible: ClassVar[bool] = False
+    audio: np.ndarray  # float32, 16 kHz
+    start: float
+    end: float
+    push_to_talk: bool = False
+    final: bool = True
+    wake_inside: bool = False
+    verify_wake: bool = False
+
+
+@dataclass(kw_only=True)
+class TranscriptFrame(DataFrame):
+    """What whisper heard in one utterance."""
+
+    event: ClassVar[str] = "transcript"
+    interruptible: ClassVar[bool] = False
+    text: str
+    asr_ms: float
+    utterance: UtteranceFrame = field(repr=False)
+
+    def event_data(self) -> dict[str, Any]:
+        return {"text": self.text, "asr_ms": round(self.asr_ms, 1), "start": round(self.utterance.start, 4),
+                "end": round(self.utterance.end, 4)}
+
+
+@dataclass(kw_only=True)
+class UserTextFrame(DataFrame):
+    """Typed input: bypasses VAD, wake word and ASR."""
+
+    event: ClassVar[str] = "user_text"
+    interruptible: ClassVar[bool] = False
+    text: str
+
+
+@dataclass(kw_only=True)
+class UserTurnFrame(DataFrame):
+    """Something the user said (or typed) to Stella, to be answered: starts turn `turn`.
+
+    Interruptible: a "stop" cancels the answer being prepared (the words themselves are
+    already in the transcript).
+    """
+
+    event: ClassVar[str] = "user_turn"
+    turn: int
+    text: str
+    source: str  # "voice" | "text" | "push_to_talk"
+    speech_end: float | None = None  # when the user stopped speaking (voice only)
+
+
+# --- Stella's side ------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class RequestSentFrame(ControlFrame):
+    event: ClassVar[str] = "request_sent"
+    turn: int
+    rid: str
+
+
+@dataclass(kw_only=True)
+class TokenFrame(DataFrame):
+    event: ClassVar[str] = "token"
+    turn: int
+    index: int
+    text: str
+
+
+@dataclass(kw_only=True)
+class ReplyDoneFrame(ControlFrame):
+    """The reply ended (reason stop|length|cancelled|error) with `text` as generated."""
+
+    event: ClassVar[str] = "reply_done"
+    turn: int
+    reason: str
+    text: str
+
+
+@dataclass(kw_only=True)
+class SentenceFrame(DataFrame):
+    event: ClassVar[str] = "sentence"
+    turn: int
+    index: int
+    text: str
+
+
+@dataclass(kw_only=True)
+class SpeechAudioFrame(DataFrame):
+    """A synthesized sentence, float32 at the voice's rate."""
+
+    event: ClassVar[str] = "tts"
+    turn: int
+    index: int
+    text: str
+    audio: np.ndarray
+    rate: int
+    tts_ms: float
+    engine: str
+
+
+@dataclass(kw_only=True)
+class AudioOutFrame(ControlFrame):
+    """Sentence `index` of turn `turn` starts being heard at `t` (on the audio clock)."""
+
+    event: ClassVar[str] = "audio_out"
+    turn: int
+    index: int
+    duration: float
+
+
+@dataclass(kw_only=True)
+class BotSpeakingFrame(ControlFrame):
+    """Playback started (`speaking`) or finished a reply's audio; flows upstream."""
+
+    event: ClassVar[str] = "speaking"
+    turn: int
+    speaking: bool
+
+
+@dataclass(kw_only=True)
+class TurnEndedFrame(ControlFrame):
+    """Turn `turn` is over: its reply has been heard in full (or there was nothing to say)."""
+
+    event: ClassVar[str] = "turn_end"
+    turn: int
+
+
+@dataclass(kw_only=True)
+class TurnTimelineFrame(ControlFrame):
+    """A finished turn's milestones (timeline seconds) and the gaps between them (ms)."""
+
+    event: ClassVar[str] = "turn"
+    turn: int
+    marks: dict[str, float]
+    latency_ms: dict[str, float]

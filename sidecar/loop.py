@@ -1,0 +1,101 @@
+"""The voice loop: which processors, in which order, with which engines.
+
+    source -> [acoustic wake] -> endpointer (VAD) -> wake gate -> ASR -> turn taker
+           -> reply (link) -> sentences -> TTS -> playback
+
+The source is a microphone or a file, the playback output a speaker or a file; everything
+between is the same in the app and in headless runs. Engines (models) load once and can serve
+several pipelines in a row.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sidecar.clock import Clock
+from sidecar.config import AppConfig, VoiceConfig
+from sidecar.conversation import Conversation
+from sidecar.models.errors import ModelError
+from sidecar.models.provision import Models
+from sidecar.pipeline import Observer, Pipeline, Processor, Source, VoiceError
+from sidecar.reply import ChatLink, Reply
+from sidecar.voice.addressing import TurnTaker, WakeGate
+from sidecar.voice.asr import ASR, Transcriber
+from sidecar.voice.playback import Output, Playback
+from sidecar.voice.sentences import Sentences
+from sidecar.voice.tts import TTS, EspeakSynth, PiperSynth, Synthesizer
+from sidecar.voice.vad import Endpointer, SileroVad
+from sidecar.voice.wake import AcousticWake, WakeModel
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Engines:
+    """The loaded models: whisper, silero, openWakeWord (if used), piper and/or espeak-ng."""
+
+    transcriber: Transcriber
+    vad: SileroVad
+    wake: WakeModel | None
+    voice: Synthesizer
+    fallback_voice: Synthesizer | None
+
+    @classmethod
+    def load(cls, config: VoiceConfig, models: Models | None = None) -> Engines:
+        models = models or Models()
+        transcriber = Transcriber(models.path(config.asr_model), config.asr_threads)
+        wake = WakeModel(models.path("wakeword"), config.wake_model) if config.wake_engine == "openwakeword" else None
+        voice, fallback = load_voices(config, models)
+        return cls(transcriber, SileroVad(), wake, voice, fallback)
+
+
+def load_voices(config: VoiceConfig, models: Models) -> tuple[Synthesizer, Synthesizer | None]:
+    """The voice to speak with and the fallback for when it fails (espeak-ng backs up piper)."""
+    try:
+        espeak: Synthesizer | None = EspeakSynth(config.espeak_voice)
+    except VoiceError as exc:
+        espeak = None
+        log.info("no espeak-ng fallback: %s", exc)
+    if config.tts_engine == "espeak":
+        if espeak is None:
+            raise VoiceError("tts_engine is espeak but espeak-ng is not installed (apt install espeak-ng)")
+        return espeak, None
+    try:
+        return PiperSynth(models.path(config.piper_voice)), espeak
+    except (ModelError, KeyError, OSError) as exc:
+        if espeak is None:
+            raise VoiceError(f"cannot load the piper voice {config.piper_voice} ({exc}) and espeak-ng is "
+                             "not installed: run `stella models install` or apt install espeak-ng") from None
+        log.warning("piper voice %s unavailable (%s); speaking with espeak-ng", config.piper_voice, exc)
+        return espeak, None
+
+
+def listening(config: VoiceConfig, engines: Engines, source: Source) -> list[Processor]:
+    """Microphone to user turns: source, [acoustic wake], VAD, wake gate, ASR, turn taker."""
+    wake_word = config.wake_model if config.wake_engine == "openwakeword" else config.wake_phrase
+    prompt = "" if config.wake_engine == "off" else wake_word.replace("_", " ").title() + "."
+    processors: list[Processor] = [source]
+    if config.wake_engine == "openwakeword":
+        if engines.wake is None or engines.wake.name != config.wake_model:
+            raise ValueError(f"the engines were loaded without the {config.wake_model} wake model")
+        processors.append(AcousticWake(engines.wake, config.wake_threshold))
+    return processors + [
+        Endpointer(config, engines.vad),
+        WakeGate(config.wake_engine, config.wake_window_s),
+        ASR(engines.transcriber, prompt),
+        TurnTaker(wake_word, config.wake_window_s, engine=config.wake_engine),
+    ]
+
+
+def build(config: AppConfig, engines: Engines, source: Source, output: Output, link: ChatLink,
+          clock: Clock, observers: Iterable[Observer] = (), conversation: Conversation | None = None) -> Pipeline:
+    """The whole loop: `listening`, then reply, sentences, TTS and playback."""
+    speaking = [
+        Reply(link, conversation or Conversation(config.persona, config.chat), config.chat),
+        Sentences(config.voice.first_clause_words),
+        TTS(engines.voice, engines.fallback_voice),
+        Playback(output, config.voice.sentence_pause_ms),
+    ]
+    return Pipeline(listening(config.voice, engines, source) + speaking, clock, observers)

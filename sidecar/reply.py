@@ -1,0 +1,78 @@
+"""Asking the gateway for a reply to each user turn and streaming it on as token frames."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from typing import Protocol
+
+from remote_api.client import ChatEvent, Done, Token
+from remote_api.client import Error as LinkErrorEvent
+from sidecar.config import ChatConfig
+from sidecar.conversation import Conversation
+from sidecar.frames import ErrorFrame, Frame, ReplyDoneFrame, RequestSentFrame, TokenFrame, UserTurnFrame
+from sidecar.pipeline import Direction, Processor
+from sidecar.voice.sentences import sentences_of
+
+log = logging.getLogger(__name__)
+
+
+class ChatTurn(Protocol):
+    rid: str
+
+    def cancel(self) -> None: ...
+
+    def __aiter__(self) -> AsyncIterator[ChatEvent]: ...
+
+
+class ChatLink(Protocol):
+    """What the reply processor needs of `remote_api.client.LinkClient`."""
+
+    def chat(self, messages: list[dict[str, str]], *, max_tokens: int, temperature: float,
+             stop: list[str]) -> ChatTurn: ...
+
+
+class Reply(Processor):
+    """One turn at a time: request, tokens, done. An interruption cancels the turn upstream."""
+
+    def __init__(self, link: ChatLink, conversation: Conversation, chat: ChatConfig) -> None:
+        super().__init__()
+        self.link = link
+        self.conversation = conversation
+        self.chat = chat
+
+    async def process(self, frame: Frame, direction: Direction) -> None:
+        await self.push(frame, direction)
+        if isinstance(frame, UserTurnFrame) and direction is Direction.DOWN:
+            await self._answer(frame)
+
+    async def _answer(self, user: UserTurnFrame) -> None:
+        turn = self.link.chat(self.conversation.messages(user.text), max_tokens=self.chat.max_tokens,
+                              temperature=self.chat.temperature, stop=self.chat.stop)
+        await self.push(RequestSentFrame(turn=user.turn, rid=turn.rid))
+        pieces: list[str] = []
+        reason = "error"
+        try:
+            async with asyncio.timeout(self.chat.reply_timeout_s):
+                async for event in turn:
+                    if isinstance(event, Token):
+                        pieces.append(event.text)
+                        await self.push(TokenFrame(turn=user.turn, index=event.index, text=event.text))
+                    elif isinstance(event, Done):
+                        reason = event.reason
+                    elif isinstance(event, LinkErrorEvent):
+                        await self.push(ErrorFrame(code=event.code, message=f"{event.message} {event.action}"))
+        except asyncio.CancelledError:  # an interruption: stop the generation on the server too
+            turn.cancel()
+            raise
+        except TimeoutError:
+            turn.cancel()
+            await self.push(ErrorFrame(code="reply_timeout", message=(
+                f"The server sent no complete reply within {self.chat.reply_timeout_s:g} s. "
+                "Check that the Stella server and its llama-server are running.")))
+        text = "".join(pieces)
+        # the history keeps what is said aloud, not a small model's stray tokens (which it
+        # would imitate next turn)
+        self.conversation.record(user.text, " ".join(sentences_of(text)))
+        await self.push(ReplyDoneFrame(turn=user.turn, reason=reason, text=text))

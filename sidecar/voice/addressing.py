@@ -1,0 +1,143 @@
+"""Deciding which speech is meant for Stella, and turning it into user turns.
+
+Two processors around ASR, so whisper only runs on speech that may be addressed:
+
+* `WakeGate` (before ASR) lets through what may be addressed: push-to-talk speech, speech
+  that contains or follows an acoustic wake word (within `wake_window_s`), and — with the
+  custom-phrase engine — every utterance, since whisper has to look for the name in it.
+  With the acoustic engine, idle chatter costs no ASR at all.
+* `TurnTaker` (after ASR) decides with the transcripts in order: it strips the wake phrase
+  ("Hey Jarvis, what time is it?" -> "what time is it?"), checks the custom phrase's name
+  token, and starts a turn with what is left. A bare wake word ("Hey Stella.") makes the next
+  utterance within the window addressed; a turn spends the wake word. Typed text becomes a
+  turn directly.
+
+The gate never needs to hear back from the turn taker: it only filters, the turn taker keeps
+the state that matters, so a slow transcript can never let a question slip past.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sidecar.frames import (
+    Frame,
+    ListeningFrame,
+    TranscriptFrame,
+    UserTextFrame,
+    UserTurnFrame,
+    UtteranceFrame,
+    WakeFrame,
+)
+from sidecar.pipeline import Direction, Processor
+from sidecar.voice.wake import NameMatcher
+
+log = logging.getLogger(__name__)
+
+# A wake word detected this long after an utterance ended still belongs to it (detection lag).
+WAKE_SLACK_S = 0.5
+
+
+class WakeWindow:
+    """After a wake word at `t`, speech that ends after it and starts within `window_s` of it
+    is addressed — until a turn is taken (`spend`)."""
+
+    def __init__(self, window_s: float) -> None:
+        self.window_s = window_s
+        self.t: float | None = None
+        self._spent = True
+
+    def wake(self, t: float) -> None:
+        self.t, self._spent = t, False
+
+    def spend(self) -> None:
+        self._spent = True
+
+    def covers(self, utterance: UtteranceFrame) -> bool:
+        return (not self._spent and self.t is not None
+                and utterance.end + WAKE_SLACK_S >= self.t and utterance.start <= self.t + self.window_s)
+
+    def inside(self, utterance: UtteranceFrame) -> bool:
+        """The wake word was said within this utterance (so its transcript starts with it)."""
+        return self.t is not None and utterance.start <= self.t <= utterance.end + WAKE_SLACK_S
+
+
+class WakeGate(Processor):
+    def __init__(self, engine: str, window_s: float) -> None:
+        super().__init__()
+        self.engine = engine
+        self.window = WakeWindow(window_s)
+
+    async def process(self, frame: Frame, direction: Direction) -> None:
+        if isinstance(frame, WakeFrame):
+            self.window.wake(frame.t)
+        elif isinstance(frame, UtteranceFrame) and not self._admit(frame):
+            if frame.final:
+                log.info("not addressed: ignoring %.1f s of speech", frame.end - frame.start)
+            return
+        await self.push(frame, direction)
+
+    def _admit(self, utterance: UtteranceFrame) -> bool:
+        if utterance.push_to_talk or self.engine == "off":
+            return True
+        if self.window.covers(utterance):
+            if self.window.inside(utterance):
+                utterance.wake_inside = True
+            return True
+        if self.engine == "phrase":
+            utterance.verify_wake = True
+            return True
+        return False
+
+
+class TurnTaker(Processor):
+    """`wake_word` is what the active engine listens for ("hey stella" or "hey_jarvis")."""
+
+    def __init__(self, wake_word: str, window_s: float, *, engine: str = "phrase") -> None:
+        super().__init__()
+        self.engine = engine
+        self.wake_word = wake_word
+        self.matcher = NameMatcher(wake_word)
+        self.window = WakeWindow(window_s)
+        self._turns = 0
+
+    async def process(self, frame: Frame, direction: Direction) -> None:
+        if isinstance(frame, WakeFrame):
+            self.window.wake(frame.t)
+        elif isinstance(frame, TranscriptFrame):
+            await self._transcript(frame.text, frame.utterance)
+            return
+        elif isinstance(frame, UserTextFrame):
+            if frame.text.strip():
+                await self._turn(frame.text.strip(), "text", None)
+            return
+        await self.push(frame, direction)
+
+    async def _transcript(self, text: str, utterance: UtteranceFrame) -> None:
+        if not text:
+            return
+        if utterance.push_to_talk or self.engine == "off":
+            await self._take(text, utterance)
+            return
+        found = self.matcher.match(text) if utterance.wake_inside or utterance.verify_wake else None
+        if found is not None:
+            if utterance.verify_wake:  # the custom-phrase engine just heard its name
+                await self.push(WakeFrame(word=self.wake_word, score=1.0, engine="phrase", t=utterance.end))
+                self.window.wake(utterance.end)
+            if found.rest:
+                await self._take(found.rest, utterance)
+            else:  # a bare wake word: the next utterance is the question
+                await self.push(ListeningFrame(until=round(self.window.t + self.window.window_s, 3)))
+            return
+        if self.window.covers(utterance):  # follows a wake word (or whisper misspelt the one in it)
+            await self._take(text, utterance)
+        else:
+            log.info("not addressed: %r", text)
+
+    async def _take(self, text: str, utterance: UtteranceFrame) -> None:
+        self.window.spend()
+        await self._turn(text, "push_to_talk" if utterance.push_to_talk else "voice", utterance.end)
+
+    async def _turn(self, text: str, source: str, speech_end: float | None) -> None:
+        self._turns += 1
+        await self.push(UserTurnFrame(turn=self._turns, text=text, source=source, speech_end=speech_end))

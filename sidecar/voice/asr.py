@@ -1,0 +1,131 @@
+"""Speech to text with whisper.cpp (pywhispercpp) and a provisioned ggml model.
+
+whisper normally encodes a fixed 30 s window, so a 2 s question costs as much as a 30 s one.
+`audio_ctx` shrinks the encoder's window — about half the time on a 2-core machine. Measured
+with tiny.en: below ~10 s of window whisper starts repeating itself ("Yes. Yes. Yes. ..."), so
+the window is at least 768 frames (15.4 s) and twice the utterance plus a second beyond that.
+No temperature fallback and a token cap keep the worst case bounded: a reply must not wait
+for whisper's retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import re
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sidecar.frames import Frame, TranscriptFrame, UtteranceFrame
+from sidecar.pipeline import Direction, Processor
+from sidecar.voice.audio import RATE
+
+log = logging.getLogger(__name__)
+
+FULL_CTX = 1500  # 30 s: whisper's encoder frames at 50 per second
+MIN_CTX = 768
+LEAD_IN = RATE // 5  # 200 ms
+# What whisper writes for non-speech: "[BLANK_AUDIO]", "(music)", "*cough*". Tiny models also
+# put real words in parentheses ("(Bake me a cake)"), so only short asides count as noise.
+_TAG = re.compile(r"\[[^\]]*\]")
+_ASIDE = re.compile(r"\(([^)]*)\)|\*([^*]*)\*")
+
+
+def audio_ctx(seconds: float) -> int:
+    """Encoder frames for an utterance: twice its length + 1 s (>= MIN_CTX), steps of 64, <= 30 s."""
+    frames = (2 * seconds + 1.0) * 50
+    return min(FULL_CTX, max(MIN_CTX, 64 * math.ceil(frames / 64)))
+
+
+def clean(text: str) -> str:
+    def aside(m: re.Match[str]) -> str:
+        inner = m.group(1) if m.group(1) is not None else m.group(2)
+        return " " if len(inner.split()) <= 2 else inner
+
+    return " ".join(_ASIDE.sub(aside, _TAG.sub(" ", text)).split())
+
+
+class Transcriber:
+    def __init__(self, model_path: Path, threads: int) -> None:
+        from pywhispercpp.model import Model
+
+        logging.getLogger("pywhispercpp").setLevel(logging.WARNING)  # it logs every call at INFO
+        self._model = Model(str(model_path), n_threads=threads, print_progress=False, print_realtime=False,
+                            print_timestamps=False, redirect_whispercpp_logs_to=None)
+
+    def __call__(self, audio: np.ndarray, abort: threading.Event | None = None, prompt: str = "") -> str:
+        """Text of a float32 16 kHz utterance; setting `abort` stops it early (result: "").
+
+        `prompt` is text whisper takes as what came before: words in it (the wake phrase) are
+        spelt as written there.
+        """
+        if len(audio) < RATE // 10:
+            return ""
+        # whisper drops the first word of audio with no lead-in (measured: "Turn up the volume"
+        # -> "the volume"), so it always gets some silence first; and at least 1 s in all.
+        lead = np.zeros(LEAD_IN, np.float32)
+        padded = np.concatenate([lead, audio, np.zeros(max(0, RATE - LEAD_IN - len(audio)), np.float32)])
+        seconds = len(padded) / RATE
+        segments = self._model.transcribe(padded, audio_ctx=audio_ctx(seconds), no_context=True,
+                                          single_segment=True, no_timestamps=True, language="en",
+                                          temperature_inc=0.0, max_tokens=int(8 * seconds) + 16,
+                                          initial_prompt=prompt, abort_callback=abort.is_set if abort else None)
+        if abort is not None and abort.is_set():
+            return ""
+        return clean(" ".join(s.text for s in segments))
+
+
+@dataclass
+class _Early:
+    """A transcription started on a non-final utterance (a pause that may be the end)."""
+
+    end: float
+    abort: threading.Event
+    task: asyncio.Task[str]
+    began: float
+
+
+class ASR(Processor):
+    """Transcribes in a worker thread, starting as soon as a pause begins.
+
+    A non-final utterance starts whisper at once; when the final one comes with the same end
+    (the user did not go on) its transcript is used, so most of whisper's time hides inside
+    the hang-over. If the user went on, the early run is aborted and the final one is
+    transcribed. One whisper context, so runs never overlap.
+
+    `prompt` (the wake phrase, "Hey Stella.") biases the spelling of the name: without it,
+    tiny.en hears espeak's "Stella" as "Statler", "Taylor" or "Tetler" most of the time.
+    """
+
+    def __init__(self, transcriber: Transcriber, prompt: str = "") -> None:
+        super().__init__()
+        self.transcriber = transcriber
+        self.prompt = prompt
+        self._early: _Early | None = None
+
+    async def process(self, frame: Frame, direction: Direction) -> None:
+        if not isinstance(frame, UtteranceFrame):
+            await self.push(frame, direction)
+            return
+        early, self._early = self._early, None
+        if early is not None and (not frame.final or early.end != frame.end):
+            early.abort.set()  # the user went on: that guess is stale
+            await early.task
+            early = None
+        if not frame.final:
+            abort = threading.Event()
+            task = asyncio.create_task(asyncio.to_thread(self.transcriber, frame.audio, abort, self.prompt))
+            self._early = _Early(frame.end, abort, task, time.perf_counter())
+            return
+        began = early.began if early is not None else time.perf_counter()
+        text = await (early.task if early is not None
+                      else asyncio.to_thread(self.transcriber, frame.audio, None, self.prompt))
+        took = (time.perf_counter() - began) * 1000
+        log.info("heard %r in %.0f ms (%.1f s of audio%s)", text, took, len(frame.audio) / RATE,
+                 ", started at the pause" if early is not None else "")
+        await self.push(TranscriptFrame(text=text, asr_ms=took, utterance=frame))

@@ -1,0 +1,200 @@
+"""Where user audio comes from: a microphone, or a WAV file played as a microphone would.
+
+Both produce 16 kHz mono int16 `AudioFrame`s of `block_ms`, stamped with the time of their
+first sample on the session timeline (sample n is t = n / 16000).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soxr
+
+from sidecar.frames import AudioFrame, EndFrame, Frame, InputStartedFrame, PushToTalkFrame
+from sidecar.pipeline import Direction, Source, VoiceError
+from sidecar.voice.audio import RATE, read_wav, resample, to_int16
+from sidecar.voice.devices import find_device, portaudio
+from sidecar.voice.ring import Ring
+
+log = logging.getLogger(__name__)
+
+
+class FileSource(Source):
+    """Feeds a WAV file at real-time pace (or as fast as possible), then silence.
+
+    After the file, it goes on delivering silence — a quiet room — so a last utterance can
+    reach its end-of-speech, and ends the session (EndFrame) once nothing is left to do.
+    `path=None` is a silent microphone (text-only sessions). `push_to_talk` lists (start, end)
+    spans, in file time, during which the push-to-talk button is held. `fast` reads the file
+    as fast as the pipeline takes it (the silence after it still comes at real-time pace).
+    """
+
+    MAX_BACKLOG = 64  # fast mode: frames allowed to wait in the pipeline before reading on
+
+    def __init__(self, path: Path | None, block_ms: int, *, push_to_talk: list[tuple[float, float]] = (),
+                 fast: bool = False, tail_limit_s: float = 120.0) -> None:
+        super().__init__()
+        self.path = path
+        self.fast = fast
+        self.block = RATE * block_ms // 1000
+        self.tail_limit_s = tail_limit_s
+        self._buttons = sorted([(start, True) for start, _ in push_to_talk] + [(end, False) for _, end in push_to_talk])
+        self._pcm = np.zeros(0, np.int16)
+        if path is not None:  # read now: a bad file is reported before anything else starts
+            audio, rate = read_wav(path)
+            self._pcm = to_int16(resample(audio, rate, RATE))
+        self._ended = False
+
+    @property
+    def duration(self) -> float:
+        return len(self._pcm) / RATE
+
+    async def process(self, frame: Frame, direction: Direction) -> None:
+        if isinstance(frame, EndFrame):
+            self._ended = True
+        await self.push(frame, direction)
+
+    async def produce(self) -> None:
+        clock = self.clock
+        clock.start()
+        await self.push(InputStartedFrame(device=str(self.path or "silence"), rate=RATE, t=0.0))
+        silence = np.zeros(self.block, np.int16)
+        n = 0
+        idle_checks = 0
+        while not self._ended:
+            t = n / RATE
+            ready = t + self.block / RATE  # a block exists once it is complete
+            if self.fast and t < self.duration:
+                while self.pipeline.backlog() > self.MAX_BACKLOG:
+                    await asyncio.sleep(0.005)
+                await clock.skip_to(ready)
+            else:
+                await clock.wait_until(ready)
+            if t >= self.duration and not self._buttons:
+                # After the file: stop once everything else has been idle for a moment.
+                idle_checks = idle_checks + 1 if self.pipeline.idle(besides=self) else 0
+                if idle_checks >= 5 or t > self.duration + self.tail_limit_s:
+                    if idle_checks < 5:
+                        log.warning("still busy %.0f s after the input ended; stopping", self.tail_limit_s)
+                    await self.push(EndFrame())
+                    return
+            while self._buttons and self._buttons[0][0] <= t:
+                at, pressed = self._buttons.pop(0)
+                await self.push(PushToTalkFrame(pressed=pressed, t=at))
+            pcm = self._pcm[n:n + self.block]
+            if len(pcm) < self.block:
+                pcm = np.concatenate([pcm, silence[:self.block - len(pcm)]])
+            await self.push(AudioFrame(pcm=pcm, rate=RATE, t=t))
+            n += self.block
+
+
+class DeviceSource(Source):
+    """A sounddevice InputStream; its callback only copies into a lock-free ring.
+
+    A stream that stops delivering (device unplugged, taken by another program) ends the
+    session with a message naming the device and what to do.
+    """
+
+    def __init__(self, device: str, block_ms: int, *, stall_s: float = 2.0, first_block_s: float = 10.0) -> None:
+        super().__init__()
+        self.device_spec = device
+        self.block = RATE * block_ms // 1000
+        self.stall_s = stall_s
+        self.first_block_s = first_block_s
+        self.device_name = ""
+        self._stream: Any = None
+        self._rate = RATE
+        self._ring = Ring(RATE * 10, np.int16)
+        self._arrived: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopped_by_device = False
+        self._ended = False
+        self.overflows = 0
+
+    async def start(self) -> None:
+        sd = portaudio()
+        index, self.device_name, default_rate = find_device(self.device_spec, "input")
+        self._loop = asyncio.get_running_loop()
+        self._arrived = asyncio.Event()
+        for rate in (RATE, default_rate):  # 16 kHz if the device (or its server) can, else resample
+            try:
+                self._stream = sd.InputStream(
+                    device=index, samplerate=rate, channels=1, dtype="int16",
+                    blocksize=self.block * rate // RATE, callback=self._callback,
+                    finished_callback=self._finished,
+                )
+                self._rate = rate
+                break
+            except sd.PortAudioError as exc:
+                error = exc
+        else:
+            raise VoiceError(f"cannot open the microphone {self.device_name!r}: {error}. Choose another "
+                             "with --input-device (or voice.input_device)")
+        self._ring = Ring(self._rate * 10, np.int16)
+        self._stream.start()
+        log.info("listening on %r at %d Hz", self.device_name, self._rate)
+
+    def _callback(self, indata: np.ndarray, frames: int, when: Any, status: Any) -> None:
+        # PortAudio's thread: copy and signal, nothing that can block.
+        if status.input_overflow:
+            self.overflows += 1
+        self._ring.write(indata[:, 0])
+        self._loop.call_soon_threadsafe(self._arrived.set)
+
+    def _finished(self) -> None:
+        if not self._ended:
+            self._stopped_by_device = True
+            self._loop.call_soon_threadsafe(self._arrived.set)
+
+    async def process(self, frame: Frame, direction: Direction) -> None:
+        if isinstance(frame, EndFrame):
+            self._ended = True
+            self._arrived.set()
+        await self.push(frame, direction)
+
+    async def produce(self) -> None:
+        converter = None if self._rate == RATE else soxr.ResampleStream(self._rate, RATE, 1, dtype="float32")
+        pending = np.zeros(0, np.int16)
+        n = reported = 0
+        while not self._ended:
+            timeout = self.stall_s if self.clock.started else self.first_block_s
+            try:
+                await asyncio.wait_for(self._arrived.wait(), timeout)
+            except TimeoutError:
+                self._lost(f"no audio for {timeout:.0f} s")
+            self._arrived.clear()
+            if self._stopped_by_device:
+                self._lost("the audio stream stopped")
+            got = self._ring.read(self._ring.available())
+            if len(got) == 0:
+                continue
+            if not self.clock.started:  # t = 0 is the first sample the device delivered
+                self.clock.start(time.monotonic() - len(got) / self._rate)
+                await self.push(InputStartedFrame(device=self.device_name, rate=self._rate, t=0.0))
+            if converter is not None:
+                got = to_int16(converter.resample_chunk(got.astype(np.float32) / 32768.0))
+            pending = np.concatenate([pending, got])
+            while len(pending) >= self.block:
+                await self.push(AudioFrame(pcm=pending[:self.block], rate=RATE, t=n / RATE))
+                pending = pending[self.block:]
+                n += self.block
+            if self._ring.dropped + self.overflows > reported:
+                log.warning("microphone audio was lost (%d samples not read in time, %d device overflows)",
+                            self._ring.dropped, self.overflows)
+                reported = self._ring.dropped + self.overflows
+
+    def _lost(self, why: str) -> None:
+        raise VoiceError(f"the microphone {self.device_name!r} stopped delivering audio ({why}): it was "
+                         "unplugged or taken by another program. Reconnect it, or choose another with "
+                         "--input-device (or voice.input_device)")
+
+    async def stop(self) -> None:
+        self._ended = True
+        if self._stream is not None:
+            self._stream.abort()
+            self._stream.close()

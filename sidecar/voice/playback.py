@@ -1,0 +1,251 @@
+"""Speaking: a jitter buffer in front of the output (a sound device or a WAV file).
+
+Each synthesized sentence is resampled (soxr) to the output's rate, faded in and out over a
+few ms and followed by a short pause, so sentence joins never click, then queued in a
+lock-free ring. The output pulls fixed blocks from the ring on its own clock — the device's
+callback, or a writer that advances with the session clock — and plays silence when the ring
+is empty. Every pull records which ring position plays at which timeline time, so the time
+a sentence is *heard* is known exactly (`audio_out` events).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import wave
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sidecar.clock import Clock
+from sidecar.frames import (
+    AudioOutFrame,
+    BotSpeakingFrame,
+    EndFrame,
+    Frame,
+    InterruptionFrame,
+    ReplyDoneFrame,
+    SpeechAudioFrame,
+    TurnEndedFrame,
+)
+from sidecar.pipeline import Direction, Processor, VoiceError
+from sidecar.voice.audio import fade_edges, resample, to_int16
+from sidecar.voice.devices import find_device, portaudio
+from sidecar.voice.ring import Ring
+
+log = logging.getLogger(__name__)
+
+
+class JitterBuffer:
+    """Audio waiting to be played, and the map from ring positions to timeline times."""
+
+    def __init__(self, rate: int, seconds: float = 120.0) -> None:
+        self.rate = rate
+        self.ring = Ring(int(rate * seconds), np.float32)
+        # (ring position, timeline time at which that position plays), set by each pull
+        self._mark: tuple[int, float] = (0, 0.0)
+        self._ends = 0.0  # when the last queued sample will have been heard
+
+    def pull(self, out: np.ndarray, plays_at: float) -> int:
+        """Fill `out` (silence past the queued audio); `plays_at` = when out[0] is heard."""
+        n = self.ring.read_into(out)
+        out[n:] = 0.0
+        # the next ring sample plays right after this block (now, or at the next pull if empty)
+        self._mark = (self.ring.consumed, plays_at + len(out) / self.rate)
+        return n
+
+    def queue(self, audio: np.ndarray) -> float:
+        """Append audio; returns the timeline time its first sample will be heard."""
+        position, t = self._mark
+        starts = t + (self.ring.written - position) / self.rate
+        written = self.ring.write(audio)
+        if written < len(audio):
+            log.warning("playback buffer full: %d samples dropped", len(audio) - written)
+        self._ends = starts + written / self.rate
+        return starts
+
+    def ends_at(self) -> float:
+        """When everything queued so far will have been heard."""
+        return self._ends
+
+    def discard(self) -> None:
+        self.ring.discard()
+        self._ends = 0.0
+
+
+class FileOutput:
+    """A WAV file on the session timeline: sample k is t = k / rate, silence where nothing plays."""
+
+    def __init__(self, path: Path, rate: int, block_ms: int = 20) -> None:
+        self.path = path
+        self.rate = rate
+        self.buffer = JitterBuffer(rate)
+        self._block = np.zeros(rate * block_ms // 1000, np.float32)
+        self._wav: wave.Wave_write | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._written = 0
+
+    async def open(self, clock: Clock) -> None:
+        self._wav = wave.open(str(self.path), "wb")
+        self._wav.setnchannels(1)
+        self._wav.setsampwidth(2)
+        self._wav.setframerate(self.rate)
+        self._task = asyncio.create_task(self._write(clock), name="file-output")
+
+    def catch_up(self, now: float) -> None:
+        """Write the file up to `now`, so audio queued next lands at its true time."""
+        while (self._written + len(self._block)) / self.rate <= now:
+            self._pull()
+
+    async def _write(self, clock: Clock) -> None:
+        while True:
+            self.catch_up(clock.now())
+            await asyncio.sleep(len(self._block) / self.rate / 2)
+
+    def _pull(self) -> None:
+        self.buffer.pull(self._block, self._written / self.rate)
+        self._wav.writeframes(to_int16(self._block).tobytes())
+        self._written += len(self._block)
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+        if self._wav is not None:
+            while self.buffer.ring.available():  # whatever is still queued belongs in the file
+                self._pull()
+            self._wav.close()
+
+
+class DeviceOutput:
+    """A sounddevice OutputStream whose callback only copies from the ring (never blocks).
+
+    `rate` 0 plays at the device's own rate, so the only resampling is ours (soxr), not the
+    sound server's.
+    """
+
+    def __init__(self, device: str, rate: int, block_ms: int = 20) -> None:
+        self.device_spec = device
+        self.name = device
+        self.rate = rate
+        self.block_ms = block_ms
+        self.buffer = JitterBuffer(rate or 48000, seconds=1.0)  # sized for the device by open()
+        self._stream: Any = None
+        self._clock: Clock | None = None
+        self._fallback_latency = 0.05
+
+    def catch_up(self, now: float) -> None:
+        """The device plays on its own clock: nothing to do."""
+
+    async def open(self, clock: Clock) -> None:
+        """Find and start the device (a VoiceError, naming the choices, if it cannot be used)."""
+        sd = portaudio()
+        index, self.name, default_rate = find_device(self.device_spec, "output")
+        self.rate = self.rate or default_rate
+        self.buffer = JitterBuffer(self.rate)
+        self._clock = clock
+        try:
+            self._stream = sd.OutputStream(device=index, samplerate=self.rate, channels=1, dtype="float32",
+                                           blocksize=self.rate * self.block_ms // 1000, callback=self._callback)
+        except sd.PortAudioError as exc:
+            raise VoiceError(f"cannot open the speaker {self.name!r} at {self.rate} Hz: {exc}. Choose another "
+                             "with --output-device (or voice.output_device)") from None
+        self._fallback_latency = float(self._stream.latency)
+        self._stream.start()
+        log.info("speaking on %r at %d Hz", self.name, self.rate)
+
+    def _callback(self, outdata: np.ndarray, frames: int, when: Any, status: Any) -> None:
+        # PortAudio's thread: copy from the ring, nothing that can block.
+        delay = when.outputBufferDacTime - when.currentTime
+        if not 0 < delay < 1:
+            delay = self._fallback_latency
+        self.buffer.pull(outdata[:, 0], self._clock.now() + delay)
+
+    async def close(self) -> None:
+        if self._stream is not None:
+            self._stream.abort()
+            self._stream.close()
+
+
+Output = FileOutput | DeviceOutput
+
+
+class Playback(Processor):
+    """Queues each sentence's audio; reports when each is heard and when the reply ends.
+
+    `audio_out` events carry the time the sentence's first sample reaches the output; a
+    `BotSpeakingFrame` goes upstream when the reply's audio starts and when it has all played.
+    """
+
+    def __init__(self, output: Output, pause_ms: int) -> None:
+        super().__init__()
+        self.output = output
+        self.pause_ms = pause_ms
+        self._due: list[Frame] = []  # frames to push once the clock reaches their t
+        self._speaking_turn: int | None = None
+        self._reply_done: set[int] = set()
+        self._spoken: set[int] = set()  # turns that queued audio
+        self._watch: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        await self.output.open(self.clock)
+        self._watch = asyncio.create_task(self._watch_clock(), name="playback-watch")
+
+    async def stop(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+        await self.output.close()
+
+    def pending(self) -> bool:
+        return bool(self._due) or self._speaking_turn is not None
+
+    async def process(self, frame: Frame, direction: Direction) -> None:
+        if isinstance(frame, SpeechAudioFrame):
+            self._queue_sentence(frame)
+            return
+        if isinstance(frame, ReplyDoneFrame):
+            self._reply_done.add(frame.turn)
+            if frame.turn not in self._spoken:  # nothing was said: the turn is over now
+                await self.push(TurnEndedFrame(turn=frame.turn), Direction.UP)
+        elif isinstance(frame, InterruptionFrame):
+            self.output.buffer.discard()
+            self._due.clear()
+            if self._speaking_turn is not None:
+                await self.push(BotSpeakingFrame(turn=self._speaking_turn, speaking=False), Direction.UP)
+                await self.push(TurnEndedFrame(turn=self._speaking_turn), Direction.UP)
+                self._speaking_turn = None
+        elif isinstance(frame, EndFrame):
+            while self.pending():  # let the last words play out
+                await asyncio.sleep(0.02)
+        await self.push(frame, direction)
+
+    def _queue_sentence(self, frame: SpeechAudioFrame) -> None:
+        rate = self.output.rate
+        audio = fade_edges(resample(frame.audio, frame.rate, rate), rate)
+        pause = np.zeros(rate * self.pause_ms // 1000, np.float32)
+        self.output.catch_up(self.clock.now())
+        starts = self.output.buffer.queue(np.concatenate([audio, pause]))
+        if self._speaking_turn != frame.turn:
+            if self._speaking_turn is not None:  # the previous reply's audio ends where this one starts
+                self._due.append(BotSpeakingFrame(turn=self._speaking_turn, speaking=False, t=starts))
+                self._due.append(TurnEndedFrame(turn=self._speaking_turn, t=starts))
+            self._speaking_turn = frame.turn
+            self._spoken.add(frame.turn)
+            self._due.append(BotSpeakingFrame(turn=frame.turn, speaking=True, t=starts))
+        self._due.append(AudioOutFrame(turn=frame.turn, index=frame.index, duration=round(len(audio) / rate, 3),
+                                       t=starts))
+
+    async def _watch_clock(self) -> None:
+        """Push scheduled frames when their time comes; notice when a reply has played out."""
+        while True:
+            await asyncio.sleep(0.01)
+            now = self.clock.now()
+            while self._due and self._due[0].t <= now:
+                frame = self._due.pop(0)
+                await self.push(frame, Direction.DOWN if isinstance(frame, AudioOutFrame) else Direction.UP)
+            turn = self._speaking_turn
+            ends = self.output.buffer.ends_at()
+            if turn is not None and turn in self._reply_done and not self._due and now >= ends:
+                self._speaking_turn = None
+                await self.push(BotSpeakingFrame(turn=turn, speaking=False, t=ends), Direction.UP)
+                await self.push(TurnEndedFrame(turn=turn, t=ends), Direction.UP)

@@ -1,0 +1,93 @@
+"""Text to speech: piper (neural, offline voice) with espeak-ng as the fallback.
+
+Each sentence is synthesized in a worker thread as soon as it arrives, so sentence n+1 is
+being made while sentence n plays. If piper cannot load or fails on a sentence, espeak-ng
+speaks instead — a robotic voice beats silence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+import shutil
+import subprocess
+import time
+import wave
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from sidecar.frames import Frame, SentenceFrame, SpeechAudioFrame
+from sidecar.pipeline import Direction, Processor, VoiceError
+
+log = logging.getLogger(__name__)
+
+
+class Synthesizer(Protocol):
+    name: str
+
+    def __call__(self, text: str) -> tuple[np.ndarray, int]:
+        """Float32 mono audio of `text` and its sample rate."""
+        ...
+
+
+class PiperSynth:
+    name = "piper"
+
+    def __init__(self, model_path: Path) -> None:
+        from piper import PiperVoice, SynthesisConfig
+
+        self._voice = PiperVoice.load(str(model_path))
+        self._config = SynthesisConfig(volume=0.8)  # piper peak-normalizes; leave headroom
+
+    def __call__(self, text: str) -> tuple[np.ndarray, int]:
+        chunks = list(self._voice.synthesize(text, self._config))
+        rate = self._voice.config.sample_rate
+        if not chunks:
+            return np.zeros(0, np.float32), rate
+        return np.concatenate([c.audio_float_array for c in chunks]).astype(np.float32), rate
+
+
+class EspeakSynth:
+    name = "espeak-ng"
+
+    def __init__(self, voice: str, speed: int = 165, pitch: int = 50) -> None:
+        exe = shutil.which("espeak-ng")
+        if exe is None:
+            raise VoiceError("espeak-ng is not installed (Debian: apt install espeak-ng)")
+        self._cmd = [exe, "-v", voice, "-s", str(speed), "-p", str(pitch), "--stdout"]
+
+    def __call__(self, text: str) -> tuple[np.ndarray, int]:
+        out = subprocess.run([*self._cmd, text], capture_output=True, check=True, timeout=30).stdout
+        with wave.open(io.BytesIO(out)) as w:  # espeak's streamed header has no real length
+            rate = w.getframerate()
+            raw = w.readframes(w.getnframes())
+        return np.frombuffer(raw[:len(raw) // 2 * 2], "<i2").astype(np.float32) / 32768.0, rate
+
+
+class TTS(Processor):
+    def __init__(self, primary: Synthesizer, fallback: Synthesizer | None = None) -> None:
+        super().__init__()
+        self.primary = primary
+        self.fallback = fallback
+
+    async def process(self, frame: Frame, direction: Direction) -> None:
+        if not isinstance(frame, SentenceFrame):
+            await self.push(frame, direction)
+            return
+        await self.push(frame, direction)
+        began = time.perf_counter()
+        engine = self.primary
+        try:
+            audio, rate = await asyncio.to_thread(engine, frame.text)
+        except Exception as exc:
+            if self.fallback is None:
+                raise
+            log.warning("%s failed on %r (%s); using %s", engine.name, frame.text, exc, self.fallback.name)
+            engine = self.fallback
+            audio, rate = await asyncio.to_thread(engine, frame.text)
+        took = (time.perf_counter() - began) * 1000
+        await self.push(SpeechAudioFrame(turn=frame.turn, index=frame.index, text=frame.text, audio=audio,
+                                         rate=rate, tts_ms=took, engine=engine.name))

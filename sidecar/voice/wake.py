@@ -1,0 +1,124 @@
+"""Wake words: the always-on acoustic engine and the name matcher of the custom phrase.
+
+* `AcousticWake` runs an openWakeWord model (hey jarvis, alexa, ...) on every 80 ms of audio
+  — about 10 % of one core — and emits a `WakeFrame` when the score crosses the threshold.
+* `NameMatcher` is the custom-phrase engine's decision ("hey stella"): whisper transcribes a
+  VAD-gated utterance and the *name token* must be among its first words within edit distance
+  1 ("stela", "stellar" match; "bella" does not). A plain fuzzy ratio over the whole phrase
+  would let "hey luigi" through for "hey luna"; one edit on the name itself does not.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from sidecar.frames import AudioFrame, Frame, WakeFrame
+from sidecar.pipeline import Direction, Processor
+
+CHUNK = 1280  # openWakeWord's hop: 80 ms at 16 kHz
+
+
+class WakeModel:
+    """An openWakeWord model and its shared feature models, fed int16 audio of any length."""
+
+    def __init__(self, folder: Path, name: str) -> None:
+        from pyopen_wakeword import OpenWakeWord, OpenWakeWordFeatures
+        from pyopen_wakeword.openwakeword import _find_tensorflowlite_c
+
+        lib = _find_tensorflowlite_c()
+        self.name = name
+        self._features = OpenWakeWordFeatures(folder / "melspectrogram.tflite", folder / "embedding_model.tflite", lib)
+        self._detector = OpenWakeWord.from_model(folder / f"{name}.tflite", lib)
+        self._pending = np.zeros(0, np.int16)
+
+    def scores(self, pcm: np.ndarray) -> list[float]:
+        """Scores for each complete 80 ms chunk now available (usually 0 or 1 per call)."""
+        self._pending = np.concatenate([self._pending, pcm])
+        out: list[float] = []
+        while len(self._pending) >= CHUNK:
+            chunk, self._pending = self._pending[:CHUNK], self._pending[CHUNK:]
+            for embedding in self._features.process_streaming(chunk.tobytes()):
+                out.extend(self._detector.process_streaming(embedding))
+        return out
+
+    def reset(self) -> None:
+        self._features.reset()
+        self._detector.reset()
+        self._pending = np.zeros(0, np.int16)
+
+
+class AcousticWake(Processor):
+    """Scores all microphone audio; passes every frame on and adds a WakeFrame on detection.
+
+    After a detection the engine is deaf for `refractory_s`, so one "hey jarvis" is one wake.
+    """
+
+    def __init__(self, model: WakeModel, threshold: float, refractory_s: float = 1.5) -> None:
+        super().__init__()
+        self.model = model
+        self.threshold = threshold
+        self.refractory_s = refractory_s
+        self._quiet_until = -1.0
+
+    async def start(self) -> None:
+        self.model.reset()
+
+    async def process(self, frame: Frame, direction: Direction) -> None:
+        await self.push(frame, direction)
+        if not isinstance(frame, AudioFrame) or direction is not Direction.DOWN:
+            return
+        end = frame.t + frame.duration
+        for score in self.model.scores(frame.pcm):
+            if score >= self.threshold and end >= self._quiet_until:
+                self._quiet_until = end + self.refractory_s
+                await self.push(WakeFrame(word=self.model.name, score=round(score, 3), engine="openwakeword", t=end))
+
+
+def words(text: str) -> list[str]:
+    """Lower-case words without punctuation ("Hey, Stella!" -> ["hey", "stella"])."""
+    return re.findall(r"[a-z0-9']+", text.lower().replace("_", " "))
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Levenshtein distance (insert, delete, substitute)."""
+    prev = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        cur = [i]
+        for j, cb in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (ca != cb)))
+        prev = cur
+    return prev[-1]
+
+
+@dataclass(frozen=True)
+class NameMatch:
+    rest: str  # what the user said after the name ("" if only the wake phrase)
+
+
+class NameMatcher:
+    """Finds the wake phrase's name token near the start of a transcript.
+
+    The name is the phrase's last word ("hey stella" -> "stella"; "hey_jarvis" -> "jarvis").
+    It must appear within the first `len(phrase) + 1` words, at edit distance <= 1 (exact for
+    names shorter than 4 letters, where one edit is most of the word).
+    """
+
+    def __init__(self, phrase: str) -> None:
+        tokens = words(phrase)
+        if not tokens:
+            raise ValueError("the wake phrase has no words")
+        self.name = tokens[-1]
+        self.reach = len(tokens) + 1
+        self.max_distance = 1 if len(self.name) >= 4 else 0
+
+    def match(self, transcript: str) -> NameMatch | None:
+        spans = list(re.finditer(r"[A-Za-z0-9']+", transcript))
+        for m in spans[:self.reach]:
+            if edit_distance(m.group().lower(), self.name) <= self.max_distance:
+                rest = transcript[m.end():].lstrip(" ,.!?;:-\u2014")
+                return NameMatch(rest.strip())
+        return None

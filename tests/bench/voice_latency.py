@@ -1,0 +1,278 @@
+"""Voice latency benchmark: end of the user's speech -> first reply audio, by stage.
+
+Run: ``.venv/bin/python tests/bench/voice_latency.py [--turns 12] [--server URL]``. Without
+--server it starts the bundled llama-server (gemma3 270M) and a gateway. It prints the
+figures and writes them to ``tests/bench/voice_results.md``.
+
+A scripted microphone says "Hey Jarvis, <question>" (piper voice, real-time pace), waits for
+the reply to be heard in full, pauses a second, and asks the next question — a conversation,
+so the prompt grows with the history as it does for a user. Everything else is the real
+voice loop (`sidecar.loop.build`): silero VAD, openWakeWord, whisper tiny.en, the link to
+the gateway, the sentence splitter, piper and the playback buffer (into a WAV file).
+
+"total" is measured from the true end of the user's speech (the last sample of the clip the
+microphone played) to the first sample of the reply in the output; the stages come from the
+turn timeline: hang-over (speech end -> end-of-speech decided), ASR still running after that,
+request -> first token (gateway + llama-server), first token -> first sentence, sentence ->
+first audio (piper + buffer).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+import httpx  # noqa: E402
+import numpy as np  # noqa: E402
+
+from remote_api.client import LinkClient  # noqa: E402
+from remote_api.llama_server import free_port  # noqa: E402
+from sidecar.clock import Clock  # noqa: E402
+from sidecar.config import AppConfig, VoiceConfig  # noqa: E402
+from sidecar.events import EventLog, TurnTimeline  # noqa: E402
+from sidecar.frames import (  # noqa: E402
+    AudioFrame,
+    EndFrame,
+    Frame,
+    SpeechAudioFrame,
+    TranscriptFrame,
+    TurnEndedFrame,
+    TurnTimelineFrame,
+    UserTurnFrame,
+)
+from sidecar.loop import Engines, build  # noqa: E402
+from sidecar.models.provision import Models  # noqa: E402
+from sidecar.pipeline import Direction, Source  # noqa: E402
+from sidecar.voice.asr import Transcriber  # noqa: E402
+from sidecar.voice.audio import RATE, to_int16  # noqa: E402
+from sidecar.voice.playback import FileOutput  # noqa: E402
+from sidecar.voice.vad import Segmenter  # noqa: E402
+from tests import services  # noqa: E402
+from tests.voice.speech import Piper, heard_fraction  # noqa: E402
+
+OUT = Path(__file__).with_name("voice_results.md")
+QUESTIONS = [
+    "What is the capital of France?", "How are you today?", "What is your favourite colour?",
+    "Can you tell me a joke?", "What should I cook for dinner?", "Do you like music?",
+    "What is the weather like?", "Tell me about the moon.", "What is two plus two?",
+    "Can you recommend a good book?", "Why is the sky blue?", "What time do you wake up?",
+    "Where do penguins live?", "What is your name?", "How tall is a giraffe?", "Do you like cats?",
+]
+STAGES = ["hangover", "asr", "turn_taking", "llm_first_token", "first_sentence", "tts_and_buffer"]
+
+
+class ConversationMic(Source):
+    """A microphone on which the user asks each question once the previous reply was heard."""
+
+    def __init__(self, clips: list[np.ndarray], block_ms: int, pause_s: float = 1.0, patience_s: float = 60) -> None:
+        super().__init__()
+        self.clips = [to_int16(c) for c in clips]
+        self.block = RATE * block_ms // 1000
+        self.pause_s = pause_s
+        self.patience_s = patience_s
+        self.spoken_ends: list[float] = []  # true end of each question on the timeline
+        self.turn_over = asyncio.Event()
+
+    def observe(self, source: object, frame: Frame, direction: Direction) -> None:
+        if isinstance(frame, TurnEndedFrame):
+            self.turn_over.set()
+
+    async def produce(self) -> None:
+        self.clock.start()
+        n = 0
+        silence = np.zeros(self.block, np.int16)
+
+        async def feed(pcm: np.ndarray) -> None:
+            nonlocal n
+            for i in range(0, len(pcm), self.block):
+                await self.clock.wait_until((n + self.block) / RATE)
+                chunk = pcm[i:i + self.block]
+                chunk = np.concatenate([chunk, silence[:self.block - len(chunk)]])
+                await self.push(AudioFrame(pcm=chunk, rate=RATE, t=n / RATE))
+                n += self.block
+
+        await feed(np.zeros(int(self.pause_s * RATE), np.int16))
+        for clip in self.clips:
+            self.turn_over.clear()
+            start = n
+            await feed(clip)
+            self.spoken_ends.append((start + len(clip)) / RATE)
+            deadline = time.monotonic() + self.patience_s
+            while not self.turn_over.is_set() and time.monotonic() < deadline:
+                await feed(silence)
+            await feed(np.zeros(int(self.pause_s * RATE), np.int16))
+        await self.push(EndFrame())
+
+
+def start_gateway(upstream: str) -> tuple[str, subprocess.Popen]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "remote_api.cli", "serve", "--port", str(port), "--upstream",
+                             upstream, "--log-level", "WARNING"], cwd=REPO)
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return url, proc
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("the gateway did not start")
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q)) if values else float("nan")
+
+
+async def session(config: AppConfig, engines: Engines, clips: list[np.ndarray], workdir: Path):
+    mic = ConversationMic(clips, config.voice.block_ms)
+    timelines: list[TurnTimelineFrame] = []
+    transcripts: list[TranscriptFrame] = []
+    turns: list[UserTurnFrame] = []
+    speech: list[SpeechAudioFrame] = []
+    events = EventLog(workdir / "events.jsonl")
+
+    def on_turn(frame: TurnTimelineFrame) -> None:
+        timelines.append(frame)
+        events(None, frame)
+
+    def collect(source: object, frame: Frame, direction: Direction) -> None:
+        if isinstance(frame, TranscriptFrame):
+            transcripts.append(frame)
+        elif isinstance(frame, UserTurnFrame):
+            turns.append(frame)
+        elif isinstance(frame, SpeechAudioFrame) and frame.index == 0:
+            speech.append(frame)
+
+    async with LinkClient(config.server_url, config.link) as link:
+        pipeline = build(config, engines, mic, FileOutput(workdir / "out.wav", RATE), link, Clock(),
+                         observers=[events, TurnTimeline(on_turn), mic.observe, collect])
+        await pipeline.run()
+    events.close()
+    return mic.spoken_ends, timelines, transcripts, turns, [s.tts_ms for s in speech]
+
+
+def whisper_threads(config: VoiceConfig, clip: np.ndarray, runs: int = 5) -> dict[int, float]:
+    """Median whisper time for one question with 1 and 2 threads (what asr_threads trades)."""
+    out = {}
+    for threads in (1, 2):
+        transcriber = Transcriber(Models().path(config.asr_model), threads)
+        times = []
+        for _ in range(runs):
+            began = time.perf_counter()
+            transcriber(clip)
+            times.append((time.perf_counter() - began) * 1000)
+        out[threads] = statistics.median(times)
+    return out
+
+
+def report(config: AppConfig, turns: list[dict], asr_ms: list[float], tts_ms: list[float], accuracy: float,
+           load: tuple[float, float], wall: float, threads: dict[int, float]) -> str:
+    totals = [t["total"] for t in turns]
+    rows = [("**speech end -> first audio (total)**", totals)]
+    rows += [(name, [t[name] for t in turns if name in t]) for name in STAGES]
+    rows += [("VAD speech end after the true end", [t["vad_lag"] for t in turns]),
+             ("whisper run (whole, from the pause)", asr_ms), ("piper, first sentence", tts_ms)]
+    lines = [
+        "## Voice latency (tests/bench/voice_latency.py)",
+        "",
+        f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}; load average "
+        f"{load[0]:.1f} before / {load[1]:.1f} after the run (other work shares the cores). Models: whisper "
+        f"{config.voice.asr_model} ({config.voice.asr_threads} threads), piper {config.voice.piper_voice}, gemma3 "
+        f"270M Q4_K_M on llama-server (2 threads, 2 slots) behind the gateway, WebSocket link on loopback. "
+        f"Settings: hang-over {config.voice.hangover_ms} ms, pre-roll {config.voice.preroll_ms} ms, max "
+        f"{config.chat.max_tokens} tokens, first clause cut after {config.voice.first_clause_words} words.",
+        "",
+        f"{len(turns)} turns of \"Hey Jarvis, <question>\" in one conversation; the questions taken (wake word "
+        f"stripped) had {accuracy:.0%} of their words right. Wall time {wall:.0f} s. Command: "
+        "`.venv/bin/python tests/bench/voice_latency.py`.",
+        "",
+        "| stage | p50 ms | p90 ms | mean ms |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for name, values in rows:
+        if values:
+            lines.append(f"| {name} | {pct(values, 50):.0f} | {pct(values, 90):.0f} | {statistics.mean(values):.0f} |")
+    lines += [
+        "",
+        f"whisper threads (median of 5 on one question, idle pipeline): 1 thread {threads[1]:.0f} ms, 2 threads "
+        f"{threads[2]:.0f} ms; `voice.asr_threads` defaults to 2.",
+        "",
+        "The hang-over and ASR overlap: whisper starts on the words so far as soon as a pause begins",
+        f"({Segmenter.TAIL_S * 1000:.0f} ms of silence), so while the hang-over confirms the end, most of the",
+        "transcription is done; \"asr\" is only what is left after the endpoint. The stages add up to the",
+        "total, plus the VAD lag (how far after the true end the VAD's last voiced window ends).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=12)
+    parser.add_argument("--server", help="an existing gateway (default: start llama-server + gateway)")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave voice_results.md alone")
+    args = parser.parse_args()
+    if args.turns > len(QUESTIONS):
+        parser.error(f"at most {len(QUESTIONS)} turns")
+
+    workdir = Path(tempfile.mkdtemp(prefix="stella-voice-bench-"))
+    llama = gateway = None
+    if args.server:
+        url = args.server
+    else:
+        llama = services.llama_server(workdir)
+        llama.start()
+        url, gateway = start_gateway(llama.url)
+    try:
+        voice = VoiceConfig(wake_engine="openwakeword", wake_model="hey_jarvis")
+        config = replace(AppConfig(server_url=url), voice=voice)
+        engines = Engines.load(voice)
+        piper = Piper()
+        questions = QUESTIONS[:args.turns]
+        clips = [piper(f"Hey Jarvis, {q}") for q in questions]
+        load_before = os.getloadavg()[0]
+        began = time.monotonic()
+        ends, timelines, transcripts, asked, tts = asyncio.run(session(config, engines, clips, workdir))
+        wall = time.monotonic() - began
+        load_after = os.getloadavg()[0]
+        threads = whisper_threads(voice, clips[0])
+    finally:
+        if gateway is not None:
+            gateway.terminate()
+            gateway.wait(10)
+        if llama is not None:
+            llama.stop()
+
+    turns = []
+    for frame in sorted(timelines, key=lambda f: f.turn):
+        marks, gaps = frame.marks, dict(frame.latency_ms)
+        if "first_audio" not in marks or "speech_end" not in marks:
+            continue
+        true_end = max((e for e in ends if e <= marks["speech_end"] + 0.5), default=marks["speech_end"])
+        gaps["total"] = (marks["first_audio"] - true_end) * 1000
+        gaps["vad_lag"] = (marks["speech_end"] - true_end) * 1000
+        turns.append(gaps)
+    heard = {t.turn: t.text for t in asked}
+    accuracy = statistics.mean(heard_fraction(q, heard.get(i + 1, "")) for i, q in enumerate(questions))
+    text = report(config, turns, [t.asr_ms for t in transcripts], tts, accuracy, (load_before, load_after), wall,
+                  threads)
+    print(text)
+    print(f"(events and audio in {workdir})")
+    if not args.no_write:
+        OUT.write_text(text)
+
+
+if __name__ == "__main__":
+    main()

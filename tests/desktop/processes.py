@@ -1,0 +1,42 @@
+"""Which processes an app left behind: a process tree read from /proc."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+
+
+def descendants(pid: int) -> set[int]:
+    """`pid` and every process below it."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        found.add(p)
+        todo += children.get(p, [])
+    return found
+
+
+def alive(pids: set[int]) -> set[int]:
+    """The ones still running (zombies waiting for their parent's wait() count as gone)."""
+    living = set()
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                living.add(pid)
+    return living
+
+
+def rss_kib(pids: set[int]) -> int:
+    """Resident memory of these processes together (VmRSS), in KiB."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+    return total

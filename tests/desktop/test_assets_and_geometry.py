@@ -1,0 +1,49 @@
+"""What the window's local web server hands out, and where the window comes back."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from desktop.assets import AssetServer
+from desktop.geometry import MIN_SIZE, Geometry
+
+
+@pytest.fixture(scope="module")
+def window_server() -> Iterator[str]:
+    with AssetServer() as server:
+        yield server.url
+
+
+@pytest.mark.parametrize("path, kind", [("desktop/web/index.html", "text/html"),
+                                        ("desktop/web/app.js", "text/javascript"),
+                                        ("atlas/default/manifest.json", "application/json"),
+                                        ("shaders/character.frag", "text/plain")])
+def test_the_window_gets_its_page_atlas_and_shaders(window_server: str, path: str, kind: str) -> None:
+    answer = httpx.get(f"{window_server}/{path}")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith(kind)
+    assert answer.headers["cache-control"] == "no-store"
+
+
+@pytest.mark.parametrize("path", ["README.md", "sidecar/app.py", "desktop/web/", "desktop/web/../../README.md",
+                                  "desktop/web/%2e%2e/%2e%2e/pyproject.toml", "atlas/"])
+def test_nothing_else_of_the_app_is_served(window_server: str, path: str) -> None:
+    assert httpx.get(f"{window_server}/{path}").status_code == 404
+
+
+def test_a_saved_geometry_comes_back_and_a_bad_one_gives_the_default() -> None:
+    saved = {"width": 900, "height": 640, "x": 30, "y": 20, "maximized": False}
+    assert Geometry.from_setting(saved) == Geometry(900, 640, 30, 20)
+    assert Geometry.from_setting({"width": 100, "height": 50}) == Geometry(*MIN_SIZE)
+    for bad in ("big", {"width": "900"}, {"depth": 3}, None):
+        assert Geometry.from_setting(bad) == Geometry()
+
+
+def test_a_window_left_on_an_unplugged_monitor_comes_back_on_one_that_is_there() -> None:
+    laptop = (0, 0, 1366, 768)
+    on_external = Geometry(1200, 800, 2000, 100)
+    assert on_external.on_screens([laptop]) == Geometry(1200, 768, None, None)
+    assert Geometry(900, 640, 30, 20).on_screens([laptop, (1366, 0, 1920, 1080)]) == Geometry(900, 640, 30, 20)

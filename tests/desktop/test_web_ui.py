@@ -1,0 +1,196 @@
+"""The window's page in headless Chromium, on the real engine, gateway and llama-server."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.desktop.conftest import Engine, run_engine
+from tests.desktop.gateway import Gateway
+from tests.desktop.network import Network
+from tests.desktop.polling import wait_for
+
+pytestmark = [pytest.mark.llama, pytest.mark.keyring, pytest.mark.browser]
+
+# Records what the user saw change: the state indicator, and the text of Stella's newest bubble.
+WATCH = """() => {
+  window.seen = {states: [], reply: []};
+  const state = document.getElementById('state');
+  new MutationObserver(() => seen.states.push(state.dataset.state)).observe(state, {attributes: true});
+  const list = document.getElementById('transcript');
+  new MutationObserver(() => {
+    const bubble = list.querySelector('.bubble.assistant:last-child');
+    if (bubble) seen.reply.push(bubble.textContent);
+  }).observe(list, {subtree: true, childList: true, characterData: true});
+}"""
+RED_SHARE = """() => {
+  const img = document.getElementById('character-frames');
+  if (!img.complete || !img.naturalWidth) return null;  // between two frames
+  const c = document.createElement('canvas');
+  c.width = img.naturalWidth; c.height = img.naturalHeight;
+  const g = c.getContext('2d');
+  g.drawImage(img, 0, 0);
+  const d = g.getImageData(0, 0, c.width, c.height).data;
+  let red = 0, opaque = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    if (d[i + 3] < 200) continue;
+    opaque++;
+    if (d[i] > 170 && d[i + 1] < 90 && d[i + 2] < 90) red++;
+  }
+  return [opaque ? red / opaque : 0];
+}"""
+
+
+def open_ui(page, engine: Engine, assets: str) -> None:  # noqa: ANN001
+    page.goto(engine.page_url(assets))
+    page.wait_for_selector('#link[data-transport="websocket"]')
+    page.wait_for_selector('.outfit[aria-pressed="true"]')
+    page.evaluate(WATCH)
+
+
+def until(page, expression: str, timeout: float = 20) -> None:  # noqa: ANN001
+    """Poll a page expression from Python: the page's CSP forbids the eval() wait_for_function needs."""
+    wait_for(lambda: page.evaluate(f"() => {expression}"), timeout, expression)
+
+
+def red_share(page) -> float:  # noqa: ANN001
+    """How much of the streamed character is red (waits for a whole frame)."""
+    return wait_for(lambda: page.evaluate(RED_SHARE), 5, "a whole frame")[0]
+
+
+def toast_text(page) -> str:  # noqa: ANN001
+    return " | ".join(page.locator("#toasts .toast p").all_inner_texts())
+
+
+def test_a_typed_message_streams_the_reply_into_the_transcript(page, engine: Engine, assets: str) -> None:
+    open_ui(page, engine, assets)
+    page.fill("#message", "Hello Stella! What do you like to do?")
+    page.press("#message", "Enter")
+
+    page.wait_for_selector(".bubble.user >> text=Hello Stella! What do you like to do?")
+    final = page.wait_for_selector(".bubble.assistant:not(.partial)", timeout=60_000).inner_text()
+    seen = page.evaluate("seen")
+    partials = [t for t in dict.fromkeys(seen["reply"]) if t not in ("…", final)]
+    assert final.strip() and final != "No reply this time."
+    assert len(partials) >= 2, f"the reply arrived in one piece, not streamed: {seen['reply']}"
+    assert all(final.startswith(p.strip()) for p in partials), seen["reply"]
+    states = [s for i, s in enumerate(seen["states"]) if i == 0 or s != seen["states"][i - 1]]
+    assert states[-3:] == ["thinking", "speaking", "idle"], seen["states"]
+    assert page.locator("#state .label").inner_text() == "Idle"
+    assert page.locator("#message").input_value() == ""
+
+
+def test_pairing_then_link_status_follows_the_network_websocket_longpoll_offline_and_back(
+        page, gateway: Gateway, engine_env: dict[str, str], tmp_path: Path, assets: str) -> None:
+    env = {**engine_env, "STELLA_CHAT__REPLY_TIMEOUT_S": "5"}
+    with Network(gateway.port) as net, run_engine(net.url, tmp_path / "s.db", env) as engine:
+        # A server reached through a proxy is not "local": this device must be paired first.
+        page.goto(engine.page_url(assets))
+        wait_for(lambda: "does not accept this device" in toast_text(page), 15, "the refusal explained")
+        page.click("#open-settings")
+        page.fill("#pairing-code", gateway.pairing_code("test-laptop"))
+        page.click("#pair")
+        page.wait_for_selector('#link[data-transport="websocket"]')
+        assert page.locator("#pairing-status").inner_text() == "This device is paired with the server."
+        page.click("#close-settings")
+        page.evaluate(WATCH)
+        label = page.locator("#link .label")
+        assert label.inner_text() == "Online · WebSocket"
+
+        net.block_websockets()
+        page.wait_for_selector('#link[data-transport="longpoll"]')
+        assert label.inner_text() == "Online · Long-poll"
+
+        net.go_offline()
+        page.wait_for_selector('#link[data-transport="offline"]')
+        wait_for(lambda: re.fullmatch(r"Offline · retrying( in \d+ s|…)", label.inner_text()), 5,
+                 "the reconnect countdown")
+        page.fill("#message", "Are you there?")
+        page.press("#message", "Enter")
+        wait_for(lambda: "no complete reply within 5 s" in toast_text(page), 15, "a plain-words timeout message")
+        assert "Check that the Stella server" in toast_text(page)
+
+        net.heal()
+        page.wait_for_selector('#link[data-transport="websocket"]', timeout=20_000)
+        assert label.inner_text() == "Online · WebSocket"
+
+
+def test_killing_the_engine_the_window_says_so_and_it_comes_back(page, engine: Engine, assets: str) -> None:
+    open_ui(page, engine, assets)
+    page.click('.outfit[data-outfit="school"]')
+    until(page, "document.body.dataset.outfit === 'school'")
+    wait_for(lambda: engine.store.with_suffix(".db-wal").exists(), 5, "the outfit being saved")
+    pid = engine.supervisor.pid
+    assert pid is not None
+
+    os.kill(pid, signal.SIGKILL)
+    banner = page.locator("#engine")
+    wait_for(lambda: "Lost contact with Stella’s engine" in banner.inner_text(), 5, "the lost-contact banner")
+    page.fill("#message", "hello?")
+    page.press("#message", "Enter")
+    wait_for(lambda: "not reachable right now" in toast_text(page), 2, "the unsent message explained")
+
+    wait_for(lambda: "has been restarted" in banner.inner_text(), 20, "the restarted banner")
+    assert banner.inner_text() == ("Stella’s engine stopped unexpectedly (it was stopped by SIGKILL) "
+                                   "and has been restarted.")
+    assert engine.supervisor.pid not in (None, pid)
+    assert page.evaluate("document.body.dataset.outfit") == "school"  # the store kept the choice
+    page.wait_for_selector('#link[data-transport="websocket"]')
+
+
+def test_settings_are_kept_and_bad_ones_refused_in_plain_words(page, engine: Engine, assets: str) -> None:
+    open_ui(page, engine, assets)
+    page.click("#open-settings")
+    form = page.locator("#settings-form")
+    until(page, "document.querySelector('[name=server_url]').value.startsWith('http://127.0.0.1')")
+    form.locator("[name=wake_phrase]").fill("hey luna")
+    form.locator("[name=tts_engine]").select_option("espeak")
+    page.click("#settings-form button[type=submit]")
+    page.wait_for_selector("#settings-note >> text=Saved ✓")
+
+    form.locator("[name=server_url]").fill("gpu-box:8765")
+    page.click("#settings-form button[type=submit]")
+    wait_for(lambda: "server address must start with http:// or https://" in toast_text(page), 5,
+             "the bad address explained")
+
+    page.reload()
+    open_ui(page, engine, assets)
+    page.click("#open-settings")
+    until(page, "document.querySelector('[name=wake_phrase]').value === 'hey luna'")
+    assert form.locator("[name=tts_engine]").input_value() == "espeak"
+    assert form.locator("[name=server_url]").input_value() == engine.supervisor.command[
+        engine.supervisor.command.index("--server") + 1]
+
+
+def test_without_webgl_the_character_comes_as_frames_from_the_engine(browser, engine: Engine, assets: str) -> None:
+    page = browser.new_page()
+    try:
+        page.add_init_script("""(() => {
+          const real = HTMLCanvasElement.prototype.getContext;
+          HTMLCanvasElement.prototype.getContext = function (kind, ...rest) {
+            return kind === 'webgl2' ? null : real.call(this, kind, ...rest);
+          };
+        })()""")
+        open_ui(page, engine, assets)
+        until(page, "document.getElementById('character-frames').naturalWidth > 100", 30)
+        assert page.locator("#character").is_hidden()
+        before = red_share(page)
+        page.click('.outfit[data-outfit="red_dress"]')
+        wait_for(lambda: red_share(page) > before + 0.1, 10, "the red dress in the streamed frames")
+    finally:
+        page.close()
+
+
+def test_without_a_keyring_the_window_says_what_will_not_be_kept(
+        page, gateway: Gateway, engine_env: dict[str, str], tmp_path: Path, assets: str) -> None:
+    env = {k: v for k, v in engine_env.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
+    env["DBUS_SESSION_BUS_ADDRESS"] = f"unix:path={tmp_path / 'no-bus'}"
+    with run_engine(gateway.url, tmp_path / "s.db", env) as engine:
+        open_ui(page, engine, assets)
+        wait_for(lambda: "conversations and settings can't be saved" in toast_text(page), 5, "the store problem")
+        assert "keyring" in toast_text(page) and "passphrase" in toast_text(page)
+        assert not (tmp_path / "s.db").exists() or (tmp_path / "s.db").stat().st_size == 0

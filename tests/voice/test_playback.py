@@ -1,0 +1,107 @@
+"""Playback: the jitter buffer's clock, resampling quality, smooth joins, dropping on interrupt."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sidecar.frames import AudioOutFrame, EndFrame, Frame, InterruptionFrame, ReplyDoneFrame, SpeechAudioFrame
+from sidecar.voice.audio import fade_edges, read_wav, resample
+from sidecar.voice.playback import FileOutput, JitterBuffer, Playback
+from sidecar.voice.ring import Ring
+
+from .harness import run
+
+
+def tone(hz: float, seconds: float, rate: int, level: float = 0.5, phase: float = 0.0) -> np.ndarray:
+    return (level * np.sin(2 * np.pi * hz * np.arange(int(seconds * rate)) / rate + phase)).astype(np.float32)
+
+
+def spectrum_peak(x: np.ndarray, rate: int) -> tuple[float, np.ndarray, np.ndarray]:
+    mag = np.abs(np.fft.rfft(x * np.hanning(len(x))))
+    freqs = np.fft.rfftfreq(len(x), 1 / rate)
+    return float(freqs[int(np.argmax(mag))]), freqs, mag
+
+
+def test_ring_wraps_around_drops_when_full_and_discards_on_request():
+    ring = Ring(8, np.float32)
+    assert ring.write(np.arange(6, dtype=np.float32)) == 6
+    assert list(ring.read(4)) == [0, 1, 2, 3]
+    assert ring.write(np.arange(10, 20, dtype=np.float32)) == 6  # 2 left + 6 free of 8
+    assert ring.dropped == 4
+    assert list(ring.read(100)) == [4, 5, 10, 11, 12, 13, 14, 15]
+    ring.write(np.ones(5, np.float32))
+    ring.discard()
+    out = np.full(4, 7.0, np.float32)
+    assert ring.read_into(out) == 0 and ring.available() == 0
+
+
+def test_the_jitter_buffer_knows_when_queued_audio_is_heard():
+    buf = JitterBuffer(rate=1000)
+    block = np.zeros(20, np.float32)
+    buf.pull(block, plays_at=1.00)  # nothing queued: silence, the next sample plays at 1.02
+    assert buf.queue(np.ones(50, np.float32)) == pytest.approx(1.02)
+    assert buf.queue(np.ones(30, np.float32)) == pytest.approx(1.07)
+    assert buf.pull(block, plays_at=1.02) == 20 and block.min() == 1.0
+    assert buf.ends_at() == pytest.approx(1.10)
+    for t in (1.04, 1.06, 1.08, 1.10, 1.12):
+        buf.pull(block, plays_at=t)
+    assert not block.any(), "an empty buffer plays silence"
+    assert buf.ends_at() == pytest.approx(1.10), "the end of what was queued does not move with the silence"
+    assert buf.queue(np.ones(10, np.float32)) == pytest.approx(1.14)
+
+
+@pytest.mark.parametrize("rate_in, rate_out", [(22050, 16000), (22050, 48000), (16000, 44100)])
+def test_resampling_keeps_the_pitch_and_does_not_alias(rate_in, rate_out):
+    kept = resample(tone(3000, 1.0, rate_in), rate_in, rate_out)
+    assert len(kept) == pytest.approx(rate_out, abs=2)
+    assert spectrum_peak(kept, rate_out)[0] == pytest.approx(3000, abs=3)
+    if rate_out < rate_in:  # 9 kHz is above 16 kHz's Nyquist: it must vanish, not fold back to 7 kHz
+        folded = resample(tone(9000, 1.0, rate_in), rate_in, rate_out)
+        assert np.sqrt(np.mean(folded ** 2)) < 0.01
+
+
+def test_fades_bring_a_cut_sine_to_zero_at_both_ends():
+    cut = tone(440, 0.2017, 22050)  # ends mid-cycle: a click if played as is
+    assert abs(cut[-1]) > 0.1
+    faded = fade_edges(cut, 22050)
+    assert abs(faded[0]) < 1e-6 and abs(faded[-1]) < 1e-6
+    assert np.max(np.abs(np.diff(faded[-100:]))) < np.max(np.abs(np.diff(cut))) + 1e-6
+
+
+def sentence(index: int, hz: float, seconds: float = 0.5) -> SpeechAudioFrame:
+    """A tone that starts at its peak and stops mid-cycle: played raw, both ends would click."""
+    audio = tone(hz, seconds + 0.37 / hz, 22050, phase=np.pi / 2)
+    return SpeechAudioFrame(turn=1, index=index, text=f"s{index}", audio=audio, rate=22050, tts_ms=1.0,
+                            engine="test")
+
+
+def play(tmp_path, script: list[Frame | float], rate: int = 48000) -> tuple[np.ndarray, list[Frame]]:
+    frames = run(script, [Playback(FileOutput(tmp_path / "out.wav", rate), pause_ms=100)])
+    audio, file_rate = read_wav(tmp_path / "out.wav")
+    assert file_rate == rate
+    return audio, frames
+
+
+def test_sentences_land_in_the_file_when_the_events_say_and_join_without_clicks(tmp_path):
+    audio, frames = play(tmp_path, [0.1, sentence(0, 440), sentence(1, 660),
+                                    ReplyDoneFrame(turn=1, reason="stop", text=""), EndFrame()])
+    starts = [f for f in frames if isinstance(f, AudioOutFrame)]
+    assert [f.index for f in starts] == [0, 1]
+    assert starts[1].t == pytest.approx(starts[0].t + starts[0].duration + 0.1, abs=0.001), "sentence, pause, next"
+    for f, hz in zip(starts, (440, 660), strict=True):
+        i = round(f.t * 48000)
+        assert not audio[max(0, i - 480):i].any(), "silence right before a sentence is heard"
+        assert spectrum_peak(audio[i:i + 19200], 48000)[0] == pytest.approx(hz, abs=3)
+        slope = 2 * np.pi * hz * 0.5 / 48000  # the steepest step of the tone itself
+        for edge in (i, i + round(f.duration * 48000)):
+            step = np.max(np.abs(np.diff(audio[edge - 240:edge + 240])))
+            assert step <= slope * 1.1, f"click at a sentence join: step {step:.3f} > tone slope {slope:.3f}"
+
+
+def test_an_interruption_drops_the_audio_not_yet_heard(tmp_path):
+    audio, frames = play(tmp_path, [0.1, sentence(0, 440, seconds=3.0), 0.5, InterruptionFrame(reason="stop"),
+                                    0.5, EndFrame()], rate=16000)
+    start = next(f for f in frames if isinstance(f, AudioOutFrame)).t
+    heard = np.flatnonzero(np.abs(audio) > 0.01)
+    assert heard[-1] / 16000 < start + 0.8, "playback must stop soon after the interruption"

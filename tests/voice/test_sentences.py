@@ -1,0 +1,98 @@
+"""Streaming tokens become speakable sentences as soon as each one is complete."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sidecar.voice.sentences import SentenceSplitter, speakable
+
+
+def split(text: str, first_clause_words: int = 4) -> list[str]:
+    """Feed `text` token by token (a word with its leading space, as a model streams it)."""
+    splitter = SentenceSplitter(first_clause_words)
+    out: list[str] = []
+    for token in re.findall(r"\s*\S+", text):
+        out += splitter.feed(token)
+    return out + splitter.flush()
+
+
+@pytest.mark.parametrize("text, sentences", [
+    ("The capital of France is Paris. It is lovely in spring!",
+     ["The capital of France is Paris.", "It is lovely in spring!"]),
+    ("Dr. Smith paid 3.14 dollars for tea. Then he left.", ["Dr. Smith paid 3.14 dollars for tea.", "Then he left."]),
+    ("I lived in the U.S. for a while. It was fun.", ["I lived in the U.S. for a while.", "It was fun."]),
+    ("Bring fruit, e.g. apples and pears. Thanks.", ["Bring fruit, e.g. apples and pears.", "Thanks."]),
+    ("I read J. K. Rowling. So do I. Great.", ["I read J. K. Rowling.", "So do I.", "Great."]),
+    ("Wait... what? Really?! Yes.", ["Wait... what?", "Really?!", "Yes."]),
+    ('He said "stop." Then he left.', ['He said "stop."', "Then he left."]),
+    ("今日は晴れです。散歩しましょう！いいね", ["今日は晴れです。", "散歩しましょう！", "いいね"]),
+    ("1. Apples\n2. Pears", ["1. Apples", "2. Pears"]),
+    ("It costs 1,000 dollars. Wow.", ["It costs 1,000 dollars.", "Wow."]),
+])
+def test_sentence_boundaries(text, sentences):
+    assert split(text, first_clause_words=99) == sentences
+
+
+def test_the_first_clause_is_cut_at_a_comma_to_speak_sooner():
+    assert split("When I was young, I lived by the sea, and I loved it. Yes, really.") == [
+        "When I was young,", "I lived by the sea, and I loved it.", "Yes, really."]
+    assert split("Well, I think so.") == ["Well, I think so."], "too short a clause is not cut"
+
+
+def test_a_sentence_is_released_as_soon_as_the_next_token_confirms_it():
+    splitter = SentenceSplitter(99)
+    assert splitter.feed("Hello there.") == []  # could still be "there.com" or "there..."
+    assert splitter.feed(" How") == ["Hello there."]
+    assert splitter.feed(" are you?") == []
+    assert splitter.flush() == ["How are you?"]
+
+
+def test_speakable_text_drops_markdown_and_emoji():
+    assert speakable("**Hello** 😀 _world_ #1") == "Hello world 1"
+    assert speakable("<s>I don't know.</s>") == "I don't know."
+    assert speakable(" 🎉 *** ") == ""
+
+
+def texts(letters: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    words = st.text(alphabet=letters, min_size=1, max_size=8)
+    punct = st.sampled_from(["", "", "", ".", ",", "!", "?", "...", " 3.5", "。", "\n"])
+    return st.lists(st.tuples(words, punct), min_size=1, max_size=40).map(
+        lambda parts: " ".join(w + p for w, p in parts))
+
+
+def streamed(text: str, cuts: list[int]) -> list[str]:
+    pieces, last = [], 0
+    for cut in sorted({min(c, len(text)) for c in cuts}) + [len(text)]:
+        pieces.append(text[last:cut])
+        last = cut
+    splitter = SentenceSplitter(4)
+    got: list[str] = []
+    for piece in pieces:
+        got += splitter.feed(piece)
+    return got + splitter.flush()
+
+
+cuts = st.lists(st.integers(min_value=0, max_value=400), max_size=12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=texts(st.characters(whitelist_categories=["Ll", "Lu"])), cuts=cuts)
+def test_any_token_boundaries_give_the_same_sentences(text, cuts):
+    assert streamed(text, cuts) == streamed(text, [])
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=texts(st.sampled_from("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")), cuts=cuts)
+def test_no_word_is_lost(text, cuts):
+    assert "".join("".join(s.split()) for s in streamed(text, cuts)) == "".join(text.split())
+
+
+def test_stray_tokens_of_a_small_model_are_not_spoken():
+    assert split("Yes, I like music.我可以に通りのButtonClickedattendedattendedattendedattended") == [
+        "Yes, I like music."]
+    assert split("I am fine.我可以 Really.") == ["I am fine.", "Really."]
+    assert split("Done.Next one.") == ["Done.", "Next one."]

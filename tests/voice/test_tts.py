@@ -1,0 +1,51 @@
+"""Speaking each sentence: piper, and espeak-ng when piper cannot."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from sidecar.config import VoiceConfig
+from sidecar.frames import EndFrame, SentenceFrame, SpeechAudioFrame
+from sidecar.loop import load_voices
+from sidecar.models.provision import Models
+from sidecar.voice.audio import RATE, resample
+from sidecar.voice.tts import TTS, EspeakSynth, PiperSynth
+
+from .harness import run
+from .speech import heard_fraction
+
+TEXT = "Please put the kettle on."
+
+
+class Broken:
+    name = "broken"
+
+    def __call__(self, text: str) -> tuple[np.ndarray, int]:
+        raise RuntimeError("the voice model crashed")
+
+
+def spoken(engines, frame: SpeechAudioFrame) -> str:
+    return engines.transcriber(resample(frame.audio, frame.rate, RATE))
+
+
+def test_each_sentence_becomes_audio_that_says_it(engines):
+    (audio,) = [f for f in run([SentenceFrame(turn=1, index=0, text=TEXT), EndFrame()], [TTS(engines.voice)])
+                if isinstance(f, SpeechAudioFrame)]
+    assert audio.engine == "piper" and audio.rate == 22050 and audio.tts_ms > 0
+    assert heard_fraction(TEXT, spoken(engines, audio)) >= 0.8
+
+
+def test_espeak_speaks_when_piper_fails_on_a_sentence(engines):
+    (audio,) = [f for f in run([SentenceFrame(turn=1, index=0, text=TEXT), EndFrame()],
+                               [TTS(Broken(), EspeakSynth("en-us"))]) if isinstance(f, SpeechAudioFrame)]
+    assert audio.engine == "espeak-ng"
+    assert heard_fraction(TEXT, spoken(engines, audio)) >= 0.6
+
+
+def test_a_missing_piper_voice_falls_back_to_espeak(tmp_path: Path):
+    voice, fallback = load_voices(VoiceConfig(), Models(tmp_path))  # an empty model cache
+    assert voice.name == "espeak-ng" and fallback is None
+    voice, fallback = load_voices(VoiceConfig(), Models())
+    assert isinstance(voice, PiperSynth) and fallback is not None and fallback.name == "espeak-ng"

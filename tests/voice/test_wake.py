@@ -1,0 +1,134 @@
+"""Wake words: the name-token matcher, the acoustic engine, and who gets addressed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sidecar.frames import (
+    AudioFrame,
+    EndFrame,
+    Frame,
+    ListeningFrame,
+    TranscriptFrame,
+    UserTextFrame,
+    UserTurnFrame,
+    UtteranceFrame,
+    WakeFrame,
+)
+from sidecar.pipeline import Processor
+from sidecar.voice.addressing import TurnTaker, WakeGate
+from sidecar.voice.audio import RATE, to_int16
+from sidecar.voice.wake import AcousticWake, NameMatcher, edit_distance
+
+from . import harness
+from .speech import concat, espeak, silence
+
+
+@pytest.mark.parametrize("a, b, d", [("stella", "stella", 0), ("stella", "stela", 1), ("stella", "stellar", 1),
+                                     ("stella", "bella", 2), ("luna", "luigi", 3), ("", "abc", 3)])
+def test_edit_distance(a, b, d):
+    assert edit_distance(a, b) == d == edit_distance(b, a)
+
+
+@pytest.mark.parametrize("transcript, rest", [
+    ("Hey Stella, what time is it?", "what time is it?"),
+    ("Hey, Stela. Turn it down.", "Turn it down."),
+    ("A Stellar, good morning!", "good morning!"),
+    ("Stella.", ""),
+    ("Hey Stella", ""),
+])
+def test_the_name_token_matches_within_one_edit(transcript, rest):
+    found = NameMatcher("hey stella").match(transcript)
+    assert found is not None and found.rest == rest
+
+
+@pytest.mark.parametrize("transcript", ["Hey Bella, what time is it?", "Hello there.", "Hey, what did Stella say?",
+                                        "Hey Luigi!"])
+def test_other_names_and_late_mentions_do_not_match(transcript):
+    assert NameMatcher("hey stella").match(transcript) is None
+    assert NameMatcher("hey luna").match("hey luigi") is None, "a fuzzy ratio would accept this; one edit does not"
+
+
+def test_short_names_must_match_exactly():
+    matcher = NameMatcher("hi bo")
+    assert matcher.match("Hi Bo, hello") is not None
+    assert matcher.match("Hi Bob, hello") is None
+
+
+def run(processors: list[Processor], frames: list[Frame]) -> list[Frame]:
+    return harness.run([*frames, EndFrame()], processors)
+
+
+def audio_frames(audio: np.ndarray) -> list[Frame]:
+    pcm = to_int16(audio)
+    return [AudioFrame(pcm=pcm[i:i + 320], rate=RATE, t=i / RATE) for i in range(0, len(pcm) - 319, 320)]
+
+
+def test_the_acoustic_engine_fires_once_per_wake_word_and_not_on_other_speech(engines, piper):
+    audio = concat(silence(1.0), piper("Hey Jarvis."), silence(1.5), piper("I saw a jar of jam with Travis."),
+                   silence(1.0), espeak("Hey Jarvis", speed=150), silence(1.0))
+    end_first = 1.0 + len(piper("Hey Jarvis.")) / RATE
+    wakes = [f for f in run([AcousticWake(engines.wake, 0.5)], audio_frames(audio)) if isinstance(f, WakeFrame)]
+    assert len(wakes) == 2, [(w.t, w.score) for w in wakes]
+    assert 1.0 < wakes[0].t < end_first + 0.5, "the wake word is reported right after it is said"
+    assert all(w.engine == "openwakeword" and w.word == "hey_jarvis" for w in wakes)
+
+
+def utterance(start: float, end: float, **kw) -> UtteranceFrame:
+    return UtteranceFrame(audio=np.zeros(16, np.float32), start=start, end=end, t=end + 0.3, **kw)
+
+
+def heard(u: UtteranceFrame, text: str) -> TranscriptFrame:
+    return TranscriptFrame(text=text, asr_ms=1.0, utterance=u, t=u.t + 0.5)
+
+
+def wake(t: float) -> WakeFrame:
+    return WakeFrame(word="hey_jarvis", score=0.9, engine="openwakeword", t=t)
+
+
+def turns(frames: list[Frame]) -> list[str]:
+    return [f.text for f in frames if isinstance(f, UserTurnFrame)]
+
+
+def test_the_gate_lets_only_addressed_speech_reach_asr():
+    gate = WakeGate("openwakeword", window_s=8)
+    chatter, with_wake, after, late = utterance(0, 2), utterance(3, 5), utterance(6, 7), utterance(20, 21)
+    out = run([gate], [chatter, wake(3.8), with_wake, after, late])
+    passed = [f for f in out if isinstance(f, UtteranceFrame)]
+    assert passed == [with_wake, after], "chatter before the wake word and speech long after it cost no ASR"
+    assert with_wake.wake_inside and not after.wake_inside
+
+
+def test_a_wake_word_with_the_question_in_one_breath_is_one_turn():
+    u = utterance(1, 4, wake_inside=True)
+    out = run([TurnTaker("hey_jarvis", 8, engine="openwakeword")],
+              [wake(1.9), heard(u, "Hey Jarvis, what is the time?"), heard(utterance(5, 6), "And the date?")])
+    assert turns(out) == ["what is the time?"], "the wake word is stripped, and spent by the turn"
+
+
+def test_a_bare_wake_word_makes_the_next_utterance_the_question():
+    bare, question = utterance(1, 2, wake_inside=True), utterance(3, 5)
+    out = run([TurnTaker("hey_jarvis", 8, engine="openwakeword")],
+              [wake(1.9), heard(bare, "Hey Jarvis."), heard(question, "What is the time?")])
+    assert turns(out) == ["What is the time?"]
+    assert [f for f in out if isinstance(f, ListeningFrame)]
+
+
+def test_the_custom_phrase_is_checked_in_every_transcript():
+    chatter = utterance(0, 1, verify_wake=True)
+    bare = utterance(2, 3, verify_wake=True)
+    question = utterance(3.5, 5, verify_wake=True)  # passed the gate before "Hey Stella." was transcribed
+    later = utterance(30, 31, verify_wake=True)
+    out = run([TurnTaker("hey stella", 8)], [heard(chatter, "Hello there."), heard(bare, "Hey Stella."),
+                                             heard(question, "What is the time?"), heard(later, "Anyway.")])
+    assert turns(out) == ["What is the time?"]
+    assert [(f.engine, f.t) for f in out if isinstance(f, WakeFrame)] == [("phrase", 3)]
+
+
+def test_push_to_talk_and_typed_text_bypass_the_wake_word():
+    ptt = utterance(0, 2, push_to_talk=True)
+    out = run([WakeGate("openwakeword", 8), TurnTaker("hey_jarvis", 8, engine="openwakeword")],
+              [heard(ptt, "Turn it down."), UserTextFrame(text="Hello!")])
+    assert [(f.text, f.source) for f in out if isinstance(f, UserTurnFrame)] == [("Turn it down.", "push_to_talk"),
+                                                                                 ("Hello!", "text")]
