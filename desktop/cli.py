@@ -14,6 +14,11 @@ from sidecar.models import cli as models_cli
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--selftest"]:
+        from desktop import selftest
+
+        return selftest.main(argv[1:])
     parser = argparse.ArgumentParser(prog="stella", description="Stella, a desktop AI companion")
     parser.add_argument("--log-level", default="INFO")
     sub = parser.add_subparsers(dest="cmd")

@@ -86,8 +86,9 @@ def assets() -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
+    """Per module: Playwright's sync API keeps an event loop on this thread while it is open."""
     with services.chromium() as context:
         yield context
 
