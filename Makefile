@@ -1,5 +1,5 @@
 # Conveniences over the scripts in build/ (the README's commands work without make).
-.PHONY: setup run test lint bench llama-server
+.PHONY: setup run test lint bench llama-server package
 setup:
 	bash build/setup.sh
 run:
@@ -8,8 +8,15 @@ test:
 	bash build/test.sh
 lint:
 	.venv/bin/ruff check .
+package:
+	bash build/package.sh
 llama-server:
 	bash build/llama_server.sh
 bench:
 	.venv/bin/python tests/bench/bench_character.py
 	.venv/bin/python tests/bench/bench_link.py
+	.venv/bin/python tests/bench/bench_scale.py
+	.venv/bin/python tests/bench/bench_desktop.py
+	.venv/bin/python tests/bench/bench_bundle.py
+	.venv/bin/python tests/bench/voice_latency.py
+	.venv/bin/python tests/bench/wake_rates.py
