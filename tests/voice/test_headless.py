@@ -113,7 +113,10 @@ def test_first_audio_starts_before_the_last_token_and_joins_do_not_click(gateway
     for e in starts:
         for edge in (e["t"], e["t"] + e["duration"]):
             i = int(round(edge * RATE))
-            around = out[max(0, i - 80):i + 80]  # +-5 ms around the join
+            # +-1 ms around the join: a click is a jump right at the edge; further in, the 5 ms fade
+            # already lets through the speech's own sample-to-sample changes.
+            width = RATE // 1000
+            around = out[max(0, i - width):i + width]
             jumps.append(float(np.max(np.abs(np.diff(around)))))
     assert max(jumps) < 0.02, f"discontinuity at a sentence join: {max(jumps):.3f}"
 
