@@ -45,7 +45,7 @@ class Engines:
     @classmethod
     def load(cls, config: VoiceConfig, models: Models | None = None) -> Engines:
         models = models or Models()
-        transcriber = Transcriber(models.path(config.asr_model), config.asr_threads)
+        transcriber = Transcriber(models.path(config.asr_model), config.whisper_threads)
         wake = WakeModel(models.path("wakeword"), config.wake_model) if config.wake_engine == "openwakeword" else None
         voice, fallback = load_voices(config, models)
         return cls(transcriber, SileroVad(), wake, voice, fallback)

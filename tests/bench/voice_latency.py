@@ -189,8 +189,8 @@ def report(config: AppConfig, turns: list[dict], asr_ms: list[float], tts_ms: li
         "",
         f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}; load average "
         f"{load[0]:.1f} before / {load[1]:.1f} after the run (other work shares the cores). Models: whisper "
-        f"{config.voice.asr_model} ({config.voice.asr_threads} threads), piper {config.voice.piper_voice}, gemma3 "
-        f"270M Q4_K_M on llama-server (2 threads, 2 slots) behind the gateway, WebSocket link on loopback. "
+        f"{config.voice.asr_model} ({config.voice.whisper_threads} thread(s)), piper {config.voice.piper_voice}, "
+        f"gemma3 270M Q4_K_M on llama-server (2 threads, 2 slots) behind the gateway, WebSocket link on loopback. "
         f"Settings: hang-over {config.voice.hangover_ms} ms, pre-roll {config.voice.preroll_ms} ms, max "
         f"{config.chat.max_tokens} tokens, first clause cut after {config.voice.first_clause_words} words.",
         "",
@@ -207,7 +207,7 @@ def report(config: AppConfig, turns: list[dict], asr_ms: list[float], tts_ms: li
     lines += [
         "",
         f"whisper threads (median of 5 on one question, idle pipeline): 1 thread {threads[1]:.0f} ms, 2 threads "
-        f"{threads[2]:.0f} ms; `voice.asr_threads` defaults to 2.",
+        f"{threads[2]:.0f} ms; `voice.asr_threads` 0 (the default) uses one core less than the machine has.",
         "",
         "The hang-over and ASR overlap: whisper starts on the words so far as soon as a pause begins",
         f"({Segmenter.TAIL_S * 1000:.0f} ms of silence), so while the hang-over confirms the end, most of the",
