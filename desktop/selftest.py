@@ -192,7 +192,7 @@ def check_keyring(args: argparse.Namespace) -> str:
 
     service, account, value = "stella-selftest", f"selftest-{secrets.token_hex(4)}", secrets.token_hex(16)
     fix = ("start your desktop's keyring (on Linux a Secret Service such as gnome-keyring or KeePassXC on the "
-           "D-Bus session bus, unlocked), or switch the store to passphrase mode (key_mode = \"passphrase\")")
+           "D-Bus session bus, unlocked), or use passphrase mode: the window asks for a passphrase when it starts")
     try:
         backend = platform_keyring()
         backend.set_password(service, account, value)

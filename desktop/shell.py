@@ -4,7 +4,9 @@ At launch, in this order, so the window shows while the engine is still starting
 
 1. the GL probe starts on its own thread (desktop/gpu.py picks the webview's GL flags);
 2. the store is opened for the window geometry (the engine opens the same file for the rest;
-   opening it here first means a first run creates the database and its key exactly once);
+   opening it here first means a first run creates the database and its key exactly once) —
+   with the keyring's key only: in passphrase mode the engine asks the page for the passphrase,
+   and the window does not keep its size and place;
 3. the engine starts under the supervisor, with a fresh secret and a free loopback port;
 4. the window opens on the page from `AssetServer`, the port and secret in the URL fragment.
 

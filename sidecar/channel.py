@@ -163,8 +163,13 @@ class Channel:
             await self._server.wait_closed()
 
 
+def error_event(code: str, message: str) -> Event:
+    """A problem for the window to show in plain words; the engine goes on."""
+    return {"type": "error", "code": code, "message": message, "fatal": False}
+
+
 def bad_command(message: str) -> Event:
-    return {"type": "error", "code": "bad_command", "message": message, "fatal": False}
+    return error_event("bad_command", message)
 
 
 def _encode(event: Event) -> str:

@@ -11,6 +11,8 @@ const ASSETS = { atlasUrl: '/atlas/default/atlas.png', manifestUrl: '/atlas/defa
 // frame per second costs ~3% of a core) idle frames are few.
 const ACTIVE_FRAME_MS = 1000 / 30;
 const SOFTWARE_IDLE_FRAME_MS = 1000 / 2;
+// The engine sends the mouth's level every 20 ms while Stella speaks; a late one keeps it open meanwhile.
+const MOUTH_HOLD_MS = 80;
 const SOFTWARE_GL = /llvmpipe|softpipe|swiftshader|software/i;
 
 function idleFrameMs(gl) {
@@ -42,7 +44,7 @@ class CharacterView {
     this.mode = 'loading'; // then 'webgl' or 'frames'
     this.manifest = null;
     this.outfit = null;
-    this.mouth = { start: 0, hopMs: 20, levels: [] };
+    this.mouth = { level: 0, at: -1e9 };
     this.pulseAt = -1e9;
     this.switchedAt = -1e9;
     this.idleFrameMs = ACTIVE_FRAME_MS;
@@ -84,13 +86,13 @@ class CharacterView {
     }
   }
 
-  /** Lip-sync levels for a sentence that starts being heard now. */
-  speak(levels, hopMs) { this.mouth = { start: performance.now(), hopMs, levels }; }
+  /** Lip sync: the mouth's opening for the 20 ms of speech being heard now (held briefly, then closed). */
+  speak(level) { this.mouth = { level, at: performance.now() }; }
 
   /** A short mouth movement per streamed token, when replies are read rather than heard. */
   pulse() { this.pulseAt = performance.now(); }
 
-  stopMouth() { this.mouth = { start: 0, hopMs: 20, levels: [] }; }
+  stopMouth() { this.mouth = { level: 0, at: -1e9 }; }
 
   /** Ask the engine for frames at the box's size (fallback mode only). */
   requestFrames() {
@@ -101,9 +103,7 @@ class CharacterView {
   }
 
   _mouthAt(now) {
-    const { start, hopMs, levels } = this.mouth;
-    const i = Math.floor((now - start) / hopMs);
-    const spoken = i >= 0 && i < levels.length ? levels[i] : 0;
+    const spoken = now - this.mouth.at < MOUTH_HOLD_MS ? this.mouth.level : 0;
     const pulse = 0.7 * Math.max(0, 1 - (now - this.pulseAt) / 140);
     return Math.max(spoken, pulse);
   }
@@ -385,6 +385,75 @@ class SettingsPanel {
   }
 }
 
+// --- the store's passphrase (when there is no keyring to hold its key) --------------------------
+
+class UnlockDialog {
+  constructor(channel) {
+    this.channel = channel;
+    this.node = $('unlock');
+    this.backdrop = $('unlock-backdrop');
+    this.form = $('unlock-form');
+    this.passphrase = $('passphrase');
+    this.confirm = $('passphrase-confirm');
+    this.error = $('unlock-error');
+    this.mode = null;
+    this.form.addEventListener('submit', (e) => { e.preventDefault(); this._unlock(); });
+    $('unlock-keyring').addEventListener('click', () => this._send({ how: 'keyring' }));
+    $('unlock-skip').addEventListener('click', () => this._send({ how: 'skip' }));
+  }
+
+  /** A `store` event: locked (ask, or ask again saying why), or open / off (nothing to ask). */
+  update(e) {
+    this._busy(false);
+    if (e.status !== 'locked') {
+      this.node.hidden = this.backdrop.hidden = true;
+      this.passphrase.value = this.confirm.value = '';
+      return;
+    }
+    const create = e.mode === 'create';
+    this.mode = e.mode;
+    $('unlock-title').textContent = create ? 'Choose a passphrase for your conversations' : 'Unlock your conversations';
+    $('unlock-why').textContent = e.message;
+    $('unlock-help').textContent = e.keyring_help;
+    $('unlock-detail').textContent = e.detail;
+    $('confirm-row').hidden = !create;
+    this.confirm.required = create;
+    this.passphrase.autocomplete = create ? 'new-password' : 'current-password';
+    $('unlock-submit').textContent = create ? 'Set passphrase' : 'Unlock';
+    this.error.textContent = e.error;
+    if (e.error) this.passphrase.value = this.confirm.value = '';
+    this.node.hidden = this.backdrop.hidden = false;
+    this.passphrase.focus();
+  }
+
+  /** The engine turned a command down (shown as a toast): let the user try again. */
+  refused() { this._busy(false); }
+
+  _unlock() {
+    if (this.mode === 'create' && this.passphrase.value !== this.confirm.value) {
+      this.error.textContent = 'The two passphrases are not the same. Type it twice, exactly the same way.';
+      this.confirm.value = '';
+      this.confirm.focus();
+      return;
+    }
+    this._send({ how: 'passphrase', passphrase: this.passphrase.value });
+  }
+
+  _send(command) {
+    if (!this.channel.send({ cmd: 'unlock', ...command })) {
+      this.error.textContent = 'Stella’s engine is not reachable right now; try again in a moment.';
+      return;
+    }
+    this.error.textContent = '';
+    this._busy(true);
+  }
+
+  _busy(busy) {
+    for (const button of this.form.querySelectorAll('button')) button.disabled = busy;
+    this.node.setAttribute('aria-busy', String(busy));
+  }
+}
+
 // --- wiring -------------------------------------------------------------------------------------
 
 async function main() {
@@ -399,6 +468,7 @@ async function main() {
   const transcript = new Transcript($('transcript'));
   const link = new LinkPill($('link'));
   const settings = new SettingsPanel(channel, toasts);
+  const unlock = new UnlockDialog(channel);
   const view = new CharacterView($('character'), $('character-frames'), channel);
   const stateNode = $('state');
   const wakeNode = $('wake');
@@ -470,9 +540,13 @@ async function main() {
       if (voice.status !== 'ready') view.pulse();
     },
     reply_done: (e) => transcript.done(e.turn, e.reason, e.text),
-    mouth: (e) => (e.levels.length ? view.speak(e.levels, e.hop_ms) : view.stopMouth()),
+    mouth: (e) => view.speak(e.level),
     interruption: () => view.stopMouth(),
-    error: (e) => toasts.show(e.message, 'error', LASTING_ERRORS.has(e.code) ? 0 : 12000),
+    store: (e) => unlock.update(e),
+    error: (e) => {
+      toasts.show(e.message, 'error', LASTING_ERRORS.has(e.code) ? 0 : 12000);
+      unlock.refused();
+    },
   };
 
   channel.addEventListener('message', (e) => handlers[e.detail.type]?.(e.detail));

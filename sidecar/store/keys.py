@@ -25,8 +25,8 @@ from .errors import KeyringUnavailableError, WrongKeyError
 KEY_BYTES = 32
 _RAW_KEY_LITERAL = re.compile(r"x'([0-9a-f]{64}|[0-9a-f]{96})'", re.IGNORECASE)
 _PASSPHRASE_HINT = (
-    'or use passphrase mode: set key_mode = "passphrase" in the store settings and type a passphrase when '
-    "Stella starts (Stella never stores your conversations unencrypted)"
+    "or use passphrase mode: protect the database with a passphrase, which the Stella window asks for when it "
+    "starts (Stella never stores your conversations unencrypted)"
 )
 
 
@@ -73,9 +73,9 @@ class PassphraseKey:
         return "this passphrase"
 
     def remedy(self, path: Path) -> str:
-        return (f"type the passphrase again (it is case-sensitive; if the database was created in keyring mode, set "
-                f'key_mode = "keyring"), or start fresh by moving {path} aside (its history cannot be read without '
-                "the passphrase)")
+        return (f"type the passphrase again (it is case-sensitive; if the database was created with the OS keyring, "
+                f"unlock that keyring instead), or start fresh by moving {path} aside (its history cannot be read "
+                "without the passphrase)")
 
 
 @dataclass(frozen=True)
@@ -105,8 +105,8 @@ class KeyringKey:
             if not create:
                 raise WrongKeyError(
                     f"the database at {path} exists but the OS keyring holds no key for it (service "
-                    f"{self.service!r}, account {account!r}); if it was created in passphrase mode, set "
-                    f'key_mode = "passphrase"; {self.remedy(path)}'
+                    f"{self.service!r}, account {account!r}); if it was created in passphrase mode, open it with "
+                    f"that passphrase; {self.remedy(path)}"
                 )
             key = RawKey(secrets.token_bytes(KEY_BYTES))
             with _keyring_errors(self.service, account):

@@ -56,8 +56,8 @@ def test_a_typed_message_is_answered_aloud_with_lip_sync(
     assert states[-3:] == ["thinking", "speaking", "idle"], states
     spoken = [e for e in events if e["type"] == "audio_out"]
     assert spoken and all(e["duration"] > 0.1 for e in spoken)
-    mouths = [e for e in events if e["type"] == "mouth"]
-    assert len(mouths) == len(spoken)
-    assert all(max(m["levels"]) > 0.3 and min(m["levels"]) < 0.1 for m in mouths), "the mouth should open and close"
+    levels = [e["level"] for e in events if e["type"] == "mouth"]  # one per 20 ms heard
+    assert len(levels) >= 0.8 * sum(e["duration"] for e in spoken) / 0.02, "lip sync must follow the whole reply"
+    assert max(levels) > 0.3 and min(levels) < 0.1, "the mouth should open and close"
     reply = next(e for e in events if e["type"] == "reply_done")
     assert reply["text"].strip()

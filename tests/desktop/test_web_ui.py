@@ -13,6 +13,7 @@ from tests.desktop.conftest import Engine, run_engine
 from tests.desktop.gateway import Gateway
 from tests.desktop.network import Network
 from tests.desktop.polling import wait_for
+from tests.store.files import snapshot
 
 pytestmark = [pytest.mark.llama, pytest.mark.keyring, pytest.mark.browser]
 
@@ -185,12 +186,73 @@ def test_without_webgl_the_character_comes_as_frames_from_the_engine(browser, en
         page.close()
 
 
-def test_without_a_keyring_the_window_says_what_will_not_be_kept(
+def without_keyring(engine_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    """The engine's environment on a machine with no Secret Service: its D-Bus address leads nowhere."""
+    return {**engine_env, "DBUS_SESSION_BUS_ADDRESS": f"unix:path={tmp_path / 'no-bus'}"}
+
+
+def set_passphrase(page, first: str, second: str) -> None:  # noqa: ANN001
+    page.fill("#passphrase", first)
+    page.fill("#passphrase-confirm", second)
+    page.click("#unlock-submit")
+
+
+def test_without_a_keyring_a_passphrase_protects_the_store_and_a_wrong_one_changes_nothing(
         page, gateway: Gateway, engine_env: dict[str, str], tmp_path: Path, assets: str) -> None:
-    env = {k: v for k, v in engine_env.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
-    env["DBUS_SESSION_BUS_ADDRESS"] = f"unix:path={tmp_path / 'no-bus'}"
-    with run_engine(gateway.url, tmp_path / "s.db", env) as engine:
-        open_ui(page, engine, assets)
-        wait_for(lambda: "conversations and settings can't be saved" in toast_text(page), 5, "the store problem")
-        assert "keyring" in toast_text(page) and "passphrase" in toast_text(page)
-        assert not (tmp_path / "s.db").exists() or (tmp_path / "s.db").stat().st_size == 0
+    env, store = without_keyring(engine_env, tmp_path), tmp_path / "s.db"
+    passphrase = "a long walk by the sea"
+    with run_engine(gateway.url, store, env) as engine:
+        page.goto(engine.page_url(assets))
+        page.wait_for_selector("#unlock", state="visible")
+        assert page.locator("#unlock-title").inner_text() == "Choose a passphrase for your conversations"
+        why = page.locator("#unlock-why").inner_text()
+        assert "no keyring was found" in why and "gnome-keyring" in why and "passphrase" in why
+        assert not store.exists() or store.stat().st_size == 0  # nothing is written before the user chooses
+
+        set_passphrase(page, passphrase, passphrase + "!")
+        assert page.locator("#unlock-error").inner_text().startswith("The two passphrases are not the same")
+        set_passphrase(page, "short", "short")
+        page.wait_for_selector("#unlock-error >> text=at least 8 characters")
+        set_passphrase(page, passphrase, passphrase)
+        page.wait_for_selector("#unlock", state="hidden")
+        page.wait_for_selector('#link[data-transport="websocket"]')
+        page.click('.outfit[data-outfit="school"]')
+        page.fill("#message", "Remember the blue kite.")
+        page.press("#message", "Enter")
+        page.wait_for_selector(".bubble.assistant:not(.partial)", timeout=60_000)
+        assert page.locator('#toasts .toast[data-kind="error"]').count() == 0, toast_text(page)
+    assert store.read_bytes()[:16] != b"SQLite format 3\x00"  # encrypted, never plain
+
+    before = snapshot(store)
+    page.goto("about:blank")  # the next address differs only after the '#': it would not load the page again
+    with run_engine(gateway.url, store, env) as engine:
+        page.goto(engine.page_url(assets))
+        page.wait_for_selector("#unlock", state="visible")
+        assert page.locator("#unlock-title").inner_text() == "Unlock your conversations"
+        assert page.locator("#passphrase-confirm").is_hidden()
+        page.fill("#passphrase", "a short walk by the sea")
+        page.click("#unlock-submit")
+        page.wait_for_selector("#unlock-error >> text=does not open your saved conversations")
+        assert page.locator("#unlock").is_visible() and page.locator("#passphrase").input_value() == ""
+        assert snapshot(store) == before  # the wrong passphrase left every byte as it was
+
+        page.fill("#passphrase", passphrase)
+        page.click("#unlock-submit")
+        page.wait_for_selector("#unlock", state="hidden")
+        page.wait_for_selector(".bubble.user.earlier >> text=Remember the blue kite.")
+        until(page, "document.body.dataset.outfit === 'school'")
+
+
+def test_without_a_keyring_going_on_unsaved_says_so_and_writes_nothing(
+        page, gateway: Gateway, engine_env: dict[str, str], tmp_path: Path, assets: str) -> None:
+    with run_engine(gateway.url, tmp_path / "s.db", without_keyring(engine_env, tmp_path)) as engine:
+        page.goto(engine.page_url(assets))
+        page.click("#unlock-skip")
+        page.wait_for_selector("#unlock", state="hidden")
+        wait_for(lambda: "conversations and settings are not being saved" in toast_text(page), 10,
+                 "what will not be kept")
+        page.wait_for_selector('#link[data-transport="websocket"]')
+        page.fill("#message", "Hello?")
+        page.press("#message", "Enter")
+        page.wait_for_selector(".bubble.assistant:not(.partial)", timeout=60_000)
+    assert not (tmp_path / "s.db").exists() or (tmp_path / "s.db").stat().st_size == 0

@@ -1,0 +1,221 @@
+"""The engine of the desktop app: the store, the link, the voice session and the window's channel, together.
+
+Every pipeline event goes to the window as the same dict the headless JSONL log writes, beside
+app events (state, link, voice, outfit, settings, history, store).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from atlas.manifest import DEFAULT_DIR, Manifest
+from sidecar.channel import PORT_LINE, Channel, Event, Launch, error_event
+from sidecar.config import AppConfig
+from sidecar.conversation import Conversation
+from sidecar.engine.commands import Commands
+from sidecar.engine.frame_stream import FrameStream
+from sidecar.engine.link import LinkKeeper
+from sidecar.engine.presence import Presence
+from sidecar.engine.session import Sessions
+from sidecar.engine.settings import UserSettings, settings_event, sound_devices
+from sidecar.engine.stored import Saved, StoreHistory, history_event
+from sidecar.engine.unlock import StoreUnlock
+from sidecar.events import TurnTimeline
+from sidecar.frames import Frame, InputStartedFrame, MouthFrame, OutfitFrame
+from sidecar.pipeline import Direction, Observer
+from sidecar.store import Store, StoreConfig, StoreError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Options:
+    config: Path | None
+    server: str | None
+    store: Path
+    voice: Literal["auto", "off"]
+    log_level: str | None
+
+
+class App:
+    def __init__(self, options: Options, launch: Launch, config: AppConfig) -> None:
+        self.options = options
+        self.launch = launch
+        self.base_config = config
+        self.settings = UserSettings.of(config)
+        self.manifest = Manifest.load(DEFAULT_DIR)
+        self.outfits = {o.id for o in self.manifest.outfits}
+        self.outfit = self.manifest.outfits[0].id
+        self.store: Store | None = None
+        self.devices: dict[str, list[str]] = {"input": [], "output": []}
+        self.commands = Commands(self)
+        self.channel = Channel(launch.secret, self.commands.handle, self._greeting)
+        self.frames = FrameStream(self.channel, self.outfit)
+        self.presence = Presence(lambda s: self.channel.send({"type": "state", "state": s}),
+                                 config.voice.wake_window_s)
+        self.conversation = Conversation(config.persona, config.chat)
+        self.link = LinkKeeper(self.channel.send, self._on_llm_outfit, lambda: self.sessions.reload())
+        self.sessions = Sessions(config, self.link, self.conversation, self.presence, self._observers,
+                                 self.channel.send)
+        self.unlock = StoreUnlock(options.store, StoreConfig().keyring_service, self.channel.send)
+        self._stop = asyncio.Event()
+        self._seen: OrderedDict[int, Frame] = OrderedDict()
+        self._store_error: str = ""
+
+    @property
+    def config(self) -> AppConfig:
+        return self.sessions.config
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        port = await self.channel.start(self.launch.port)
+        print(f"{PORT_LINE}{port}", flush=True)
+        log.info("channel listening on 127.0.0.1:%d", port)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self._stop.set)
+        serving = asyncio.create_task(self._serve(), name="serve")
+        await self._stop.wait()
+        log.info("shutting down")
+        watchdog = threading.Timer(8, _hard_exit, ["shutdown took too long"])
+        watchdog.daemon = True
+        watchdog.start()
+        serving.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await serving
+        await self.link.close()
+        self.frames.close()
+        await self.channel.close()
+        if self.store is not None:
+            self.store.close()
+
+    async def _serve(self) -> None:
+        """Open the store (perhaps waiting for the user's passphrase), then run the voice session."""
+        await self._open_store()
+        self.devices = await asyncio.to_thread(sound_devices)
+        self.sessions.start(voice_on=self.options.voice != "off")
+        if self.channel.clients:  # pages greeted while the store was locked: now the whole picture
+            asyncio.create_task(self._greet_again(), name="greet-again")
+        await self.sessions.run()
+
+    async def _open_store(self) -> None:
+        try:
+            self.store = await self.unlock.open()
+        except StoreError as exc:
+            self._store_error = f"Your conversations and settings can't be saved: {exc}"
+        else:
+            if self.store is None:
+                self._store_error = ("Your conversations and settings are not being saved this time: Stella's "
+                                     "encrypted store was left locked. Start Stella again to unlock it.")
+        if self.store is None:
+            log.error("%s", self._store_error)
+            return
+        self.conversation.history = StoreHistory(self.store)
+        saved = await asyncio.to_thread(Saved.read, self.store)
+        try:
+            settings = self.settings.updated(saved.settings)
+            if self.options.server:
+                settings = replace(settings, server_url=self.options.server)
+            self.sessions.config, self.settings = settings.apply(self.base_config), settings
+        except ValueError as exc:
+            log.warning("saved settings not used: %s", exc)
+        self.link.pairing = saved.pairing
+        if saved.outfit in self.outfits:
+            self.outfit = saved.outfit
+            self.frames.set_outfit(saved.outfit)
+
+    async def _greet_again(self) -> None:
+        await self.sessions.ready.wait()
+        for event in self._snapshot():
+            self.channel.send(event)
+
+    # --- what the pipeline reports ----------------------------------------------------------
+
+    def _observers(self) -> list[Observer]:
+        return [self._observe, TurnTimeline(self._forward)]
+
+    def _observe(self, source: object, frame: Frame, direction: Direction = Direction.DOWN) -> None:
+        if frame.event is None or id(frame) in self._seen:
+            return
+        if isinstance(frame, InputStartedFrame):
+            self.sessions.listening()
+        self._seen[id(frame)] = frame  # holding it keeps its id unique while it is remembered
+        if len(self._seen) > 1024:
+            self._seen.popitem(last=False)
+        self._forward(frame)  # the event first, then what it changes
+        self.presence.observe(frame)
+        if isinstance(frame, MouthFrame):  # lip sync on the playback clock (sidecar/voice/playback.py)
+            self.frames.set_mouth(frame.level)
+        elif isinstance(frame, OutfitFrame) and frame.id in self.outfits:  # asked for aloud, or tagged in a reply
+            self._wear(frame.id)
+
+    def _forward(self, frame: Frame) -> None:
+        """The event as the headless JSONL log writes it."""
+        self.channel.send({"type": frame.event, "t": round(frame.t if frame.t is not None else 0.0, 4),
+                           **frame.event_data()})
+
+    def _on_llm_outfit(self, outfit: str) -> None:
+        if outfit not in self.outfits:
+            log.warning("rejected outfit %r from the server: not in the catalogue", outfit)
+            return
+        self.set_outfit(outfit, "assistant")
+
+    def set_outfit(self, outfit: str, source: str) -> None:
+        self.channel.send({"type": "outfit", "id": outfit, "source": source})
+        self._wear(outfit)
+
+    def _wear(self, outfit: str) -> None:
+        self.outfit = outfit
+        self.frames.set_outfit(outfit)
+        if self.store is not None:
+            self.store.set_outfit(outfit)  # one small commit; the UI already shows the outfit
+
+    # --- the window's side --------------------------------------------------------------------
+
+    async def _greeting(self) -> list[Event]:
+        """A new page hears where things stand once a pipeline serves, or at once if the store waits for it."""
+        while not (self.sessions.ready.is_set() or self.unlock.asking.is_set()):
+            waits = {asyncio.create_task(self.sessions.ready.wait()), asyncio.create_task(self.unlock.asking.wait())}
+            try:
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for wait in waits:
+                    wait.cancel()
+        return list(self._snapshot())
+
+    def _snapshot(self) -> Iterable[Event]:
+        yield {"type": "hello", "protocol": 1, "pid": os.getpid(), "restarts": self.launch.restarts,
+               "last_exit": self.launch.last_exit}
+        yield self.unlock.event()
+        if not self.sessions.ready.is_set():  # the store waits for the user's passphrase
+            return
+        yield self.settings_event()
+        yield history_event(self.store)
+        yield {"type": "outfit", "id": self.outfit, "source": "store"}
+        yield self.link.event()
+        yield self.sessions.voice
+        yield {"type": "state", "state": self.presence.state}
+        if self._store_error:
+            yield error_event("store_unavailable", self._store_error)
+        if self.link.refusal is not None:
+            yield self.link.refusal
+
+    def settings_event(self, saved: bool = False) -> Event:
+        paired = self.link.credentials(self.config.server_url) is not None
+        return settings_event(self.settings, self.devices, paired, saved)
+
+
+def _hard_exit(why: str) -> None:
+    log.error("%s; exiting now", why)
+    os._exit(1)

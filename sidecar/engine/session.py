@@ -1,0 +1,159 @@
+"""The voice session: a pipeline for the current settings, rebuilt whenever they change.
+
+The voice loop (sidecar/loop.py) runs when the voice models load and the sound devices are
+there; meanwhile, or without them, a typed-turns pipeline made of the same turn taker and
+reply processors serves, and the window is told why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from sidecar.channel import Event
+from sidecar.clock import Clock
+from sidecar.config import AppConfig
+from sidecar.conversation import Conversation
+from sidecar.engine.link import LinkKeeper
+from sidecar.engine.presence import Presence
+from sidecar.engine.settings import wake_label
+from sidecar.frames import EndFrame
+from sidecar.loop import Engines, build
+from sidecar.models.errors import ModelError
+from sidecar.pipeline import Observer, Pipeline, Source, VoiceError
+from sidecar.reply import Reply
+from sidecar.voice.addressing import TurnTaker
+from sidecar.voice.capture import DeviceSource
+from sidecar.voice.devices import find_device
+from sidecar.voice.playback import DeviceOutput
+
+
+class IdleSource(Source):
+    """The head of the typed-turns pipeline: no microphone, just the session clock."""
+
+    async def produce(self) -> None:
+        self.clock.start()
+        await asyncio.Future()  # typed turns are queued from outside; the pipeline ends with an EndFrame
+
+
+def sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
+class Sessions:
+    """Runs one pipeline at a time; `reload()` ends it (after the reply in hand) and builds the next.
+
+    `ready` is set once the first pipeline is in place, `serving` while one is (not while it is
+    being replaced), and `voice` is what the window shows about hearing and speaking.
+    """
+
+    def __init__(self, config: AppConfig, link: LinkKeeper, conversation: Conversation, presence: Presence,
+                 observers: Callable[[], list[Observer]], send: Callable[[Event], None]) -> None:
+        self.config = config
+        self.link = link
+        self.conversation = conversation
+        self.presence = presence
+        self.observers = observers
+        self.send = send
+        self.engines: Engines | None = None
+        self.pipeline: Pipeline | None = None
+        self.voice: Event = self._voice_event("loading", "Starting…")
+        self.ready = asyncio.Event()
+        self.serving = asyncio.Event()
+        self._reload = asyncio.Event()
+        self._engines_task: asyncio.Task[None] | None = None
+
+    def start(self, voice_on: bool) -> None:
+        if voice_on:
+            self._load_engines()
+        else:
+            self.set_voice("off", "Voice is switched off: type to Stella.")
+
+    def reconfigure(self, config: AppConfig, reload_voice: bool) -> None:
+        """New settings: a new pipeline, and new voice engines when `reload_voice`."""
+        self.config = config
+        if reload_voice:
+            self._load_engines()
+        self.reload()
+
+    def reload(self) -> None:
+        self._reload.set()
+
+    def listening(self) -> None:
+        """The microphone delivers: say what Stella listens for."""
+        self.set_voice("ready", "Listening for the wake word." if self.config.voice.wake_engine != "off"
+                       else "Listening: everything you say is for Stella.")
+
+    async def run(self) -> None:
+        """Run a pipeline for the current settings; build a new one whenever they change."""
+        while True:
+            self._reload.clear()
+            if self.link.needs_new(self.config):
+                await self.link.connect(self.config)
+            pipeline = self.pipeline = self._build()
+            self.ready.set()
+            self.serving.set()
+            running = asyncio.create_task(pipeline.run(), name="pipeline")
+            reload = asyncio.create_task(self._reload.wait())
+            try:
+                await asyncio.wait({running, reload}, return_when=asyncio.FIRST_COMPLETED)
+                self.serving.clear()  # new turns wait for the next pipeline: this one is ending
+                if not running.done():
+                    await pipeline.queue(EndFrame())  # queued work (a reply being spoken) finishes first
+                    await asyncio.wait_for(asyncio.shield(running), 30)
+                running.result()
+            except VoiceError as exc:
+                self.engines = None
+                self.set_voice("off", sentence(str(exc)) + " You can still type to Stella.")
+            except TimeoutError:
+                running.cancel()
+            finally:
+                reload.cancel()
+                self.serving.clear()
+                self.pipeline = None
+            if not self._reload.is_set():
+                await asyncio.sleep(0.5)  # the pipeline ended by itself: do not spin
+
+    def _build(self) -> Pipeline:
+        link = self.link.link
+        assert link is not None
+        voice = self.config.voice
+        if self.engines is not None:
+            source = DeviceSource(voice.input_device, voice.block_ms)
+            output = DeviceOutput(voice.output_device, voice.output_rate, voice.block_ms)
+            self.presence.spoken = True
+            return build(self.config, self.engines, source, output, link, Clock(), self.observers(),
+                         self.conversation)
+        self.presence.spoken = False
+        processors = [IdleSource(), TurnTaker(voice.wake_phrase, voice.wake_window_s),
+                      Reply(link, self.conversation, self.config.chat)]
+        return Pipeline(processors, Clock(), self.observers())
+
+    def _load_engines(self) -> None:
+        """Load the voice models in the background; the typed-turns pipeline serves meanwhile."""
+        if self._engines_task is not None:
+            self._engines_task.cancel()
+        self.engines = None
+        self.set_voice("loading", "Getting Stella's voice and ears ready…")
+        self._engines_task = asyncio.create_task(self._engines_for(self.config), name="load-engines")
+
+    async def _engines_for(self, config: AppConfig) -> None:
+        try:
+            await asyncio.to_thread(find_device, config.voice.input_device, "input")
+            await asyncio.to_thread(find_device, config.voice.output_device, "output")
+            self.engines = await asyncio.to_thread(Engines.load, config.voice)
+        except (VoiceError, ModelError, OSError, ValueError) as exc:
+            self.set_voice("off", sentence(str(exc)) + " You can still type to Stella.")
+            return
+        self.reload()
+
+    def set_voice(self, status: str, detail: str) -> None:
+        self.voice = self._voice_event(status, detail)
+        self.send(self.voice)
+
+    def _voice_event(self, status: str, detail: str) -> Event:
+        """Whether Stella can hear and speak now (loading, ready, off) and her wake word."""
+        voice = self.config.voice
+        return {"type": "voice", "status": status, "detail": detail, "wake_engine": voice.wake_engine,
+                "wake_word": wake_label(voice)}

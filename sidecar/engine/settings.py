@@ -1,0 +1,81 @@
+"""What the settings panel edits, how it applies over the config file, and what it offers to pick."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
+
+from sidecar.channel import Event
+from sidecar.config import WAKE_MODELS, AppConfig, VoiceConfig
+from sidecar.voice.devices import portaudio
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class UserSettings:
+    """Kept in the store under "settings"; applied over the config file."""
+
+    server_url: str
+    wake_engine: str
+    wake_model: str
+    wake_phrase: str
+    tts_engine: str
+    input_device: str
+    output_device: str
+
+    @classmethod
+    def of(cls, config: AppConfig) -> UserSettings:
+        v = config.voice
+        return cls(config.server_url, v.wake_engine, v.wake_model, v.wake_phrase, v.tts_engine, v.input_device,
+                   v.output_device)
+
+    def updated(self, values: dict[str, Any]) -> UserSettings:
+        names = {f.name for f in fields(self)}
+        unknown = sorted(set(values) - names)
+        if unknown:
+            raise ValueError(f"unknown setting {', '.join(unknown)}")
+        if not all(isinstance(v, str) for v in values.values()):
+            raise ValueError("every setting is a piece of text")
+        return replace(self, **{k: v.strip() for k, v in values.items()})
+
+    def apply(self, config: AppConfig) -> AppConfig:
+        """The config these settings give; ValueError in plain words if one is not acceptable."""
+        if not self.server_url.startswith(("http://", "https://")):
+            raise ValueError(f"The server address must start with http:// or https:// (for example "
+                             f"http://192.168.1.20:8765), not {self.server_url!r}.")
+        voice = replace(config.voice, wake_engine=self.wake_engine, wake_model=self.wake_model,
+                        wake_phrase=self.wake_phrase, tts_engine=self.tts_engine, input_device=self.input_device,
+                        output_device=self.output_device)
+        return replace(config, server_url=self.server_url, voice=voice)
+
+    def voice_changed(self, other: UserSettings) -> bool:
+        return any(getattr(self, f.name) != getattr(other, f.name) for f in fields(self) if f.name != "server_url")
+
+
+def sound_devices() -> dict[str, list[str]]:
+    """Names of the microphones and speakers PortAudio lists (none if it is missing)."""
+    try:
+        devices = portaudio().query_devices()
+    except Exception as exc:  # noqa: BLE001 - no PortAudio or no sound system: simply no devices
+        log.info("no sound devices: %s", exc)
+        return {"input": [], "output": []}
+    return {kind: [d["name"] for d in devices if d[f"max_{kind}_channels"] > 0] for kind in ("input", "output")}
+
+
+def wake_label(voice: VoiceConfig) -> str:
+    """The wake word as the window shows it ("" when there is none)."""
+    if voice.wake_engine == "off":
+        return ""
+    if voice.wake_engine == "openwakeword":
+        return voice.wake_model.replace("_", " ").title()
+    return voice.wake_phrase.title()
+
+
+def settings_event(settings: UserSettings, devices: dict[str, list[str]], paired: bool, saved: bool = False) -> Event:
+    return {"type": "settings", "values": asdict(settings), "saved": saved,
+            "choices": {"wake_engine": ["phrase", "openwakeword", "off"], "wake_model": list(WAKE_MODELS),
+                        "tts_engine": ["piper", "espeak"], "input_device": devices["input"],
+                        "output_device": devices["output"]},
+            "paired": paired}
