@@ -14,15 +14,12 @@ import logging
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-import httpx
-
 from desktop.shell import WindowOptions, run_window
-from remote_api.llama_server import die_with_parent, free_port
+from remote_api.processes import NotHealthy, die_with_parent, free_port, running, wait_healthy
 
 log = logging.getLogger(__name__)
 
@@ -42,32 +39,21 @@ def embedded_gateway(config: Path | None = None, timeout: float = 120.0, wait: b
     cmd = [sys.executable, "-m", "remote_api.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
     if config is not None:
         cmd += ["--config", str(config)]
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent)
     url = f"http://127.0.0.1:{port}"
-    try:
+    with running(cmd, url, timeout=None, grace=15, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent) as proc:
         if wait:
             _wait_healthy(proc, url, timeout)
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _wait_healthy(proc: subprocess.Popen, url: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise LaunchError(f"the local Stella server exited with code {proc.returncode} while starting; "
-                              "see the messages above (try `bash build/setup.sh` to repair the install)")
-        with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                return
-        time.sleep(0.2)
-    raise LaunchError(f"the local Stella server did not become ready within {timeout:.0f} s")
+    try:
+        wait_healthy(url, proc, timeout)
+    except NotHealthy as exc:
+        if exc.returncode is None:
+            raise LaunchError(f"the local Stella server did not become ready within {timeout:.0f} s") from None
+        raise LaunchError(f"the local Stella server exited with code {exc.returncode} while starting; see the "
+                          "messages above (try `bash build/setup.sh` to repair the install)") from None
 
 
 def run(server: str | None, config: Path | None, window: WindowOptions | None = None) -> int:

@@ -7,18 +7,14 @@ child is tied to our lifetime (PR_SET_PDEATHSIG on Linux) so it never outlives t
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import logging
 import os
-import signal
-import socket
 import subprocess
-import sys
-import time
 from pathlib import Path
 
-import httpx
 import platformdirs
+
+from remote_api.processes import NotHealthy, die_with_parent, free_port, stop_process, wait_healthy
 
 log = logging.getLogger(__name__)
 
@@ -34,20 +30,6 @@ def default_binary() -> Path:
     """Where build/llama_server.sh caches the binary for this version."""
     cache = Path(platformdirs.user_cache_dir("stella"))
     return cache / "llama-server" / LLAMA_CPP_PYTHON_VERSION / "llama-server"
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port nobody listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
-
-
-def die_with_parent() -> None:
-    """Runs in the child before exec: get SIGTERM when the parent dies, even by SIGKILL."""
-    if sys.platform.startswith("linux"):
-        pr_set_pdeathsig = 1
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
 
 
 class LlamaServer:
@@ -114,28 +96,17 @@ class LlamaServer:
         )
         if out is not subprocess.DEVNULL:
             out.close()
-        self._wait_healthy(timeout)
-
-    def _wait_healthy(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        with httpx.Client(timeout=2.0) as client:
-            while time.monotonic() < deadline:
-                assert self.process is not None
-                code = self.process.poll()
-                if code is not None:
-                    raise LlamaServerError(
-                        f"llama-server exited with code {code} while loading {self.model}"
-                        + (f"; see {self.log_path}" if self.log_path else "")
-                    )
-                try:
-                    if client.get(f"{self.url}/health").status_code == 200:
-                        log.info("llama-server ready on %s", self.url)
-                        return
-                except httpx.TransportError:
-                    pass
-                time.sleep(0.1)
-        self.stop()
-        raise LlamaServerError(f"llama-server did not become healthy within {timeout:.0f} s")
+        try:
+            wait_healthy(self.url, self.process, timeout)
+        except NotHealthy as exc:
+            self.stop()
+            if exc.returncode is None:
+                raise LlamaServerError(f"llama-server did not become healthy within {timeout:.0f} s") from None
+            raise LlamaServerError(
+                f"llama-server exited with code {exc.returncode} while loading {self.model}"
+                + (f"; see {self.log_path}" if self.log_path else "")
+            ) from None
+        log.info("llama-server ready on %s", self.url)
 
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
@@ -146,12 +117,7 @@ class LlamaServer:
         proc = self.process
         if proc is None or proc.poll() is not None:
             return
-        proc.terminate()
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc, grace)
         log.info("llama-server on %s stopped", self.url)
 
     async def supervise(self, min_backoff: float = 0.5, max_backoff: float = 30.0) -> None:

@@ -12,7 +12,6 @@ import functools
 import http.server
 import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
@@ -21,7 +20,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from remote_api.llama_server import LlamaServer, default_binary, free_port
+from remote_api.llama_server import LlamaServer, default_binary
+from remote_api.processes import free_port, stop_process
 from sidecar.models.provision import Models
 
 
@@ -43,17 +43,6 @@ def _wait_for(predicate, timeout: float, what: str) -> None:
             return
         time.sleep(0.05)
     raise ServiceError(f"{what} did not come up within {timeout:.0f} s")
-
-
-def _stop(proc: subprocess.Popen | None) -> None:
-    if proc is None or proc.poll() is not None:
-        return
-    proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(5)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 @dataclass
@@ -99,7 +88,7 @@ class PulseAudio:
         return [line.split("\t")[1] for line in out.splitlines() if "\t" in line]
 
     def __exit__(self, *exc: object) -> None:
-        _stop(self._proc)
+        stop_process(self._proc, 5)
         shutil.rmtree(self._tmp, ignore_errors=True)
 
 
@@ -143,7 +132,7 @@ class SecretService:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _stop(self._bus)  # gnome-keyring-daemon exits with its session bus
+        stop_process(self._bus, 5)  # gnome-keyring-daemon exits with its session bus
         shutil.rmtree(self._tmp, ignore_errors=True)
 
 
@@ -176,7 +165,7 @@ class Xvfb:
         return {"DISPLAY": self.display}
 
     def __exit__(self, *exc: object) -> None:
-        _stop(self._proc)
+        stop_process(self._proc, 5)
 
 
 @dataclass
@@ -204,7 +193,7 @@ class Redis:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _stop(self._proc)
+        stop_process(self._proc, 5)
 
 
 def llama_server(log_dir: Path) -> LlamaServer:

@@ -36,7 +36,7 @@ from remote_api.client import Done, LinkClient, Token  # noqa: E402
 from remote_api.credentials import TokenSource, find_local_credentials  # noqa: E402
 from remote_api.envelope import Type  # noqa: E402
 from remote_api.link_config import LinkConfig  # noqa: E402
-from remote_api.llama_server import free_port  # noqa: E402
+from remote_api.processes import free_port, running  # noqa: E402
 from remote_api.protocol import LinkProtocol, PlainCodec, Role  # noqa: E402
 from remote_api.seal import SealCodec  # noqa: E402
 
@@ -131,6 +131,7 @@ class Step:
     worst: float
     gateway_cpu: float  # share of one core
     client_cpu: float
+    others_cpu: float  # every process outside the bench: the machine's other jobs
     errors: int
 
     @property
@@ -154,7 +155,18 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def run_step(url: str, gateway_pid: int, sessions: int, seal: bool, warmup: float, measure: float) -> Step:
+def machine_cpu_seconds() -> float:
+    """CPU time every process on the machine has used (user, nice, system, irq, softirq, steal)."""
+    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, Path("/proc/stat").read_text().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def load() -> str:
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+async def run_step(url: str, gateway_pid: int, upstream_pid: int, sessions: int, seal: bool, warmup: float,
+                   measure: float) -> Step:
     credentials = find_local_credentials(url)
     assert credentials is not None, "the gateway left no local credentials"
     tokens = TokenSource(credentials)  # one device, many sessions: one token for all
@@ -181,9 +193,11 @@ async def run_step(url: str, gateway_pid: int, sessions: int, seal: bool, warmup
     tasks = [asyncio.create_task(session(c)) for c in clients]
     await asyncio.sleep(warmup)
     window[:] = [time.monotonic(), time.monotonic() + measure]
-    cpu0, mine0 = cpu_seconds(gateway_pid), time.process_time()
+    cpu0, mine0, up0, all0 = (cpu_seconds(gateway_pid), time.process_time(), cpu_seconds(upstream_pid),
+                              machine_cpu_seconds())
     await asyncio.sleep(measure)
-    cpu1, mine1 = cpu_seconds(gateway_pid), time.process_time()
+    cpu1, mine1, up1, all1 = (cpu_seconds(gateway_pid), time.process_time(), cpu_seconds(upstream_pid),
+                              machine_cpu_seconds())
     stop.set()
     await asyncio.wait(tasks, timeout=REPLY_TOKENS * TOKEN_INTERVAL + 10)
     for task in tasks:
@@ -193,45 +207,34 @@ async def run_step(url: str, gateway_pid: int, sessions: int, seal: bool, warmup
     pick = (lambda q: latencies[min(len(latencies) - 1, int(q * len(latencies)))]) if latencies else (lambda q: 0.0)
     return Step(sessions, seal, len(latencies), measure, statistics.median(latencies) if latencies else 0.0,
                 pick(0.99), latencies[-1] if latencies else 0.0, (cpu1 - cpu0) / measure, (mine1 - mine0) / measure,
-                errors)
+                max(0.0, (all1 - all0) - (cpu1 - cpu0) - (mine1 - mine0) - (up1 - up0)) / measure, errors)
 
 
-def start_gateway(upstream: str, seal: bool, where: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
+def ramp(upstream: subprocess.Popen, port: int, seal: bool, steps: list[int], warmup: float, measure: float,
+         where: Path) -> list[Step]:
+    """One gateway (`seal` on or off), sessions stepped up until it is overloaded."""
     config = where / f"gateway-{'sealed' if seal else 'plain'}.toml"
     config.write_text(f"[auth]\nseal = {str(seal).lower()}\n")
-    proc = subprocess.Popen([sys.executable, "-m", "remote_api.cli", "serve", "--port", str(port), "--upstream",
-                             upstream, "--data-dir", str(where / "state"), "--config", str(config),
-                             "--log-level", "WARNING"], cwd=REPO)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while find_local_credentials(url) is None:
-        if proc.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError("the gateway did not start")
-        time.sleep(0.1)
-    return proc, url
-
-
-def ramp(upstream: str, seal: bool, steps: list[int], warmup: float, measure: float, where: Path) -> list[Step]:
-    proc, url = start_gateway(upstream, seal, where)
+    gateway_port = free_port()
+    url = f"http://127.0.0.1:{gateway_port}"
     results: list[Step] = []
-    try:
+    # Healthy means ready: its local credentials are written before it answers.
+    with running([sys.executable, "-m", "remote_api.cli", "serve", "--port", str(gateway_port), "--upstream",
+                  f"http://127.0.0.1:{port}", "--data-dir", str(where / "state"), "--config", str(config),
+                  "--log-level", "WARNING"], url, timeout=30, grace=15, cwd=REPO) as proc:
         for sessions in steps:
-            step = asyncio.run(run_step(url, proc.pid, sessions, seal, warmup, measure))
+            step = asyncio.run(run_step(url, proc.pid, upstream.pid, sessions, seal, warmup, measure))
             results.append(step)
             print(f"  seal={'on ' if seal else 'off'} {sessions:4d} sessions: {step.tokens / measure:7.0f} tokens/s, "
                   f"added p50 {step.p50:6.1f} ms, p99 {step.p99:6.1f} ms, max {step.worst:6.1f} ms, gateway CPU "
                   f"{step.gateway_cpu:4.0%} ({step.cost_us:.0f} µs/token), client CPU {step.client_cpu:4.0%}, "
-                  f"errors {step.errors}", flush=True)
+                  f"others {step.others_cpu:4.0%}, errors {step.errors}", flush=True)
             if step.overloaded:  # a p99 miss alone may be a neighbour's spike: keep climbing
                 break
-    finally:
-        proc.terminate()
-        proc.wait(15)
     return results
 
 
-def report(sealed: list[Step], plain: list[Step], load: float, protocol: dict[bool, float]) -> str:
+def report(sealed: list[Step], plain: list[Step], loads: tuple[str, str], protocol: dict[bool, float]) -> str:
     def held(steps: list[Step]) -> int:
         return max((s.sessions for s in steps if s.ok), default=0)
 
@@ -243,9 +246,14 @@ def report(sealed: list[Step], plain: list[Step], load: float, protocol: dict[bo
     for step in sorted(sealed + plain, key=lambda s: (s.sessions, not s.seal)):
         rows.append(f"| {step.sessions} | {'on' if step.seal else 'off'} | {step.tokens / step.seconds:.0f} | "
                     f"{step.p50:.1f} ms | {step.p99:.1f} ms | {step.worst:.1f} ms | {step.gateway_cpu:.0%} | "
-                    f"{step.cost_us:.0f} µs | {step.client_cpu:.0%} | {'yes' if step.ok else 'NO'} |")
-    capacity = held(sealed) / held(plain) if held(plain) else 0.0
+                    f"{step.cost_us:.0f} µs | {step.client_cpu:.0%} | {step.others_cpu:.0%} | "
+                    f"{'yes' if step.ok else 'NO'} |")
+    capacity = f"×{held(sealed) / held(plain):.2f}" if held(plain) else "n/a"
     sealing_cost = cost(sealed) / cost(plain) if cost(plain) else 0.0
+    others = statistics.median([s.others_cpu for s in sealed + plain]) if sealed + plain else 0.0
+    effect = "dominated" if others > 0.75 else "affected" if others > 0.25 else ""
+    busy = (f", so the latency columns and the session counts are {effect} by the machine's load, not by the "
+            "gateway alone; the per-token CPU figures are the comparable measure") if effect else ""
     per_core = {seal: 1e6 / c / (1 / TOKEN_INTERVAL) if (c := cost(steps)) else 0.0
                 for seal, steps in ((True, sealed), (False, plain))}
     return "\n".join([
@@ -255,19 +263,25 @@ def report(sealed: list[Step], plain: list[Step], load: float, protocol: dict[bo
         f"defaults) in front of a fake llama-server process streaming {1 / TOKEN_INTERVAL:.0f} tokens/s per reply "
         f"({REPLY_TOKENS}-token replies back to back); the sessions are `LinkClient`s over WebSocket in a third "
         f"process on the same two cores. Added latency: upstream writes a token → the client library hands it "
-        f"to the app. Budget: p99 under {BUDGET_MS:.0f} ms. Load average before the run {load:.1f}.",
+        f"to the app. Budget: p99 under {BUDGET_MS:.0f} ms. Load average (1/5/15 min, `uptime`): {loads[0]} before "
+        f"the run, {loads[1]} after it. *Others* is the CPU used during the step's window by every process "
+        "outside the bench (the machine's other jobs), as a share of one core.",
         "",
-        "| sessions | sealing | tokens/s | p50 | p99 | max | gateway CPU | per token | client CPU | within budget |",
-        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| sessions | sealing | tokens/s | p50 | p99 | max | gateway CPU | per token | client CPU | others "
+        "| within budget |",
+        "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
         *rows,
         "",
         f"Held within budget: **{held(sealed)} sessions with sealing on, {held(plain)} with it off** "
-        f"(capacity ratio sealed/plain ×{capacity:.2f}). Gateway CPU per token delivered (median over the steps): "
+        f"(capacity ratio sealed/plain {capacity}). Gateway CPU per token delivered (median over the steps): "
         f"{cost(sealed):.0f} µs sealed vs {cost(plain):.0f} µs plain, ×{sealing_cost:.2f}"
         f"; at that cost one core of gateway alone would relay {per_core[True]:.0f} (sealed) / {per_core[False]:.0f} "
         f"(plain) sessions at {1 / TOKEN_INTERVAL:.0f} tokens/s. CPU is the share of one core over the measured "
         "window; the client process does every session's unsealing and JSON too, on the same two cores, so the "
         "machine, not the gateway alone, sets the ceiling measured here.",
+        "",
+        f"The machine's other jobs used a median {others:.0%} of one core (of {os.cpu_count()}) during the "
+        f"measured windows{busy}.",
         "",
         f"The link protocol alone (no I/O: the gateway's send and the client's receive of one token, in CPU "
         f"time, best of 5): {protocol[True]:.0f} µs sealed vs {protocol[False]:.0f} µs plain per token, "
@@ -289,22 +303,17 @@ def main() -> None:
         asyncio.run(serve_upstream(args.upstream))
         return
     steps = [int(n) for n in args.steps.split(",")]
-    load = os.getloadavg()[0]
+    before = load()
     protocol = {seal: min(protocol_cost(seal) for _ in range(5)) for seal in (True, False)}
     print(f"link protocol alone: {protocol[True]:.0f} µs/token sealed, {protocol[False]:.0f} µs/token plain")
     port = free_port()
-    upstream = subprocess.Popen([sys.executable, __file__, "--upstream", str(port)])
-    try:
-        time.sleep(1.0)
-        with tempfile.TemporaryDirectory(prefix="stella-bench-") as tmp:
-            print("sealing on:", flush=True)
-            sealed = ramp(f"http://127.0.0.1:{port}", True, steps, args.warmup, args.measure, Path(tmp))
-            print("sealing off:", flush=True)
-            plain = ramp(f"http://127.0.0.1:{port}", False, steps, args.warmup, args.measure, Path(tmp))
-    finally:
-        upstream.terminate()
-        upstream.wait(10)
-    text = report(sealed, plain, load, protocol)
+    with (running([sys.executable, __file__, "--upstream", str(port)], f"http://127.0.0.1:{port}", timeout=30,
+                  grace=10) as upstream, tempfile.TemporaryDirectory(prefix="stella-bench-") as tmp):
+        print("sealing on:", flush=True)
+        sealed = ramp(upstream, port, True, steps, args.warmup, args.measure, Path(tmp))
+        print("sealing off:", flush=True)
+        plain = ramp(upstream, port, False, steps, args.warmup, args.measure, Path(tmp))
+    text = report(sealed, plain, (before, load()), protocol)
     print(text)
     OUT.write_text(text)
 

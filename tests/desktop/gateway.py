@@ -11,10 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
-from remote_api.llama_server import free_port
-from tests.desktop.polling import wait_for
+from remote_api.processes import free_port, running
 
 STELLA_SERVER = str(Path(sys.executable).with_name("stella-server"))
 
@@ -41,24 +38,8 @@ class Gateway:
 def running_gateway(upstream: str, data_dir: Path, env: dict[str, str] | None = None) -> Iterator[Gateway]:
     """On a free loopback port; yields once /health answers 200, always terminated."""
     port = free_port()
-    proc = subprocess.Popen(
-        [STELLA_SERVER, "serve", "--host", "127.0.0.1", "--port", str(port), "--upstream", upstream,
-         "--data-dir", str(data_dir), "--log-level", "WARNING"],
-        env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-    try:
-        def healthy() -> bool:
-            assert proc.poll() is None, f"stella-server exited with {proc.returncode}"
-            with contextlib.suppress(httpx.TransportError):
-                return httpx.get(f"{url}/health", timeout=2).status_code == 200
-            return False
-
-        wait_for(healthy, 60, "the gateway answering /health")
+    with running([STELLA_SERVER, "serve", "--host", "127.0.0.1", "--port", str(port), "--upstream", upstream,
+                  "--data-dir", str(data_dir), "--log-level", "WARNING"], url, timeout=60, grace=10,
+                 env={**os.environ, **(env or {})}, stdin=subprocess.DEVNULL):
         yield Gateway(url, data_dir)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()

@@ -13,8 +13,8 @@ from websockets.exceptions import ConnectionClosed
 
 from remote_api.client import Done, LinkClient
 from remote_api.envelope import Envelope, Type, encode
+from tests.fakes.llama_server import token_text
 
-from .fake_upstream import token_text
 from .harness import FAST, collect
 
 HELLO = encode(Envelope(Type.HELLO)).decode()

@@ -10,12 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
-from remote_api.llama_server import free_port
-
-from .fake_upstream import token_text
+from remote_api.processes import free_port, running
+from tests.fakes.llama_server import token_text
 
 BIN = Path(sys.executable).parent
 
@@ -84,37 +82,19 @@ def test_stella_chat_refuses_a_bad_server_url():
     assert done.returncode == 2 and "--server" in done.stderr
 
 
-def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60, verify: object = True) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else "exited"
-        try:
-            if httpx.get(url + "/health", timeout=1, verify=verify).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError("the gateway never became healthy")
-
-
 def test_stella_server_serves_reports_health_and_stops_cleanly_on_sigterm(fake_upstream, tmp_path):
     port = free_port()
     config = tmp_path / "server.toml"
     config.write_text(f'[gateway]\nport = {port}\napi = "completion"\n[link]\nheartbeat_interval = 1.0\n')
-    with subprocess.Popen([str(BIN / "stella-server"), "serve", "--config", str(config), "--upstream",
-                           fake_upstream.url], stderr=subprocess.PIPE, text=True) as proc:
-        try:
-            url = f"http://127.0.0.1:{port}"
-            wait_healthy(url, proc)
-            health = subprocess.run([str(BIN / "stella-server"), "health", "--server", url],
-                                    capture_output=True, text=True, timeout=30)
-            assert health.returncode == 0 and "ok" in health.stdout and fake_upstream.url in health.stdout
-            said = chat("--server", url, "--max-tokens", "5", "Hi")
-            assert said.stdout.strip() == "".join(token_text(i) for i in range(5)).strip()
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            code = proc.wait(10)
-    assert code == 0
+    url = f"http://127.0.0.1:{port}"
+    with running([str(BIN / "stella-server"), "serve", "--config", str(config), "--upstream", fake_upstream.url],
+                 url, timeout=60, grace=10, stderr=subprocess.PIPE, text=True) as proc:
+        health = subprocess.run([str(BIN / "stella-server"), "health", "--server", url],
+                                capture_output=True, text=True, timeout=30)
+        assert health.returncode == 0 and "ok" in health.stdout and fake_upstream.url in health.stdout
+        said = chat("--server", url, "--max-tokens", "5", "Hi")
+        assert said.stdout.strip() == "".join(token_text(i) for i in range(5)).strip()
+    assert proc.returncode == 0  # SIGTERM stops it cleanly
 
 
 def test_stella_server_health_fails_clearly_when_nothing_runs():
@@ -144,17 +124,13 @@ def test_stella_server_embedded_default_runs_llama_server_and_leaves_no_orphan()
         pytest.skip("llama-server is not built (bash build/llama_server.sh)")
     port = free_port()
     env = {**os.environ, "STELLA_GATEWAY__PORT": str(port)}
-    with subprocess.Popen([str(BIN / "stella-server"), "serve"], env=env, stderr=subprocess.PIPE,
-                          text=True) as proc:
-        try:
-            wait_healthy(f"http://127.0.0.1:{port}", proc)
-            children = _children(proc.pid)
-            assert children, "the gateway should have started llama-server"
-            said = chat("--server", f"http://127.0.0.1:{port}", "--max-tokens", "8", "--temperature", "0", "Hi")
-            assert said.returncode == 0 and said.stdout.strip()
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            code = proc.wait(15)
-    assert code == 0
+    url = f"http://127.0.0.1:{port}"
+    with running([str(BIN / "stella-server"), "serve"], url, timeout=60, grace=15, env=env, stderr=subprocess.PIPE,
+                 text=True) as proc:
+        children = _children(proc.pid)
+        assert children, "the gateway should have started llama-server"
+        said = chat("--server", url, "--max-tokens", "8", "--temperature", "0", "Hi")
+        assert said.returncode == 0 and said.stdout.strip()
+    assert proc.returncode == 0
     for child in children:
         assert not Path(f"/proc/{child}").exists() or "zombie" in Path(f"/proc/{child}/status").read_text()

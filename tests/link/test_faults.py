@@ -9,8 +9,8 @@ import time
 import pytest
 
 from remote_api.client import Done, Error, LinkClient, LinkStatus
+from tests.fakes.llama_server import token_text
 
-from .fake_upstream import token_text
 from .harness import FAST, collect
 from .proxy import TcpProxy
 
@@ -53,7 +53,7 @@ def test_five_cuts_during_one_reply_lose_and_repeat_nothing(gateway, fake_upstre
     assert reply.text == expected(60) and [t.index for t in reply.tokens] == list(range(60))
     assert isinstance(reply.end, Done) and reply.end.tokens == 60
     assert same_session  # every reconnect resumed the session
-    assert fake_upstream.requests == 1  # ... and no resend started a second generation
+    assert fake_upstream.generations == 1  # ... and no resend started a second generation
 
 
 def test_a_black_holed_connection_is_detected_within_interval_plus_timeout(gateway, fake_upstream):

@@ -11,8 +11,8 @@ import websockets
 
 from remote_api.client import Done, Error, LinkClient
 from remote_api.envelope import Type
+from tests.fakes.llama_server import FakeLlamaServer, token_text
 
-from .fake_upstream import FakeUpstream, token_text
 from .harness import FAST, GatewayThread, collect
 
 HI = [{"role": "user", "content": "Say something."}]
@@ -64,7 +64,7 @@ def test_a_resent_request_id_never_starts_a_second_generation(gateway, fake_upst
             return reply, await collect(late)
 
     reply, late = asyncio.run(scenario())
-    assert fake_upstream.requests == 1
+    assert fake_upstream.generations == 1
     assert reply.text == expected(20)  # streamed once, not twice
     assert isinstance(late.end, Error) and late.end.code == "duplicate_request" and late.tokens == []
 
@@ -153,7 +153,7 @@ def test_the_authenticate_hook_refuses_both_transports(fake_upstream):
         assert resp.status_code == 401 and b"unauthorized" in resp.content
 
 
-def test_two_sessions_stream_side_by_side(gateway, fake_upstream: FakeUpstream):
+def test_two_sessions_stream_side_by_side(gateway, fake_upstream: FakeLlamaServer):
     fake_upstream.delay = 0.01
 
     async def scenario():

@@ -20,8 +20,11 @@ from remote_api.config import AuthSection, ServerConfig, StateSection, TlsSectio
 from remote_api.credentials import Credentials, TokenSource, pair
 from remote_api.pairing import issue_code
 from remote_api.state import LocalState
-from tests.link.fake_upstream import FakeUpstream, token_text
+from tests.fakes import fixtures
+from tests.fakes.llama_server import FakeLlamaServer, token_text
 from tests.link.harness import FAST, GatewayThread
+
+fake_llama, fake_upstream = fixtures.fake_llama, fixtures.fake_upstream  # shared with tests/link
 
 HI = [{"role": "user", "content": "Say something."}]
 
@@ -76,21 +79,8 @@ def start_secure(data_dir: Path, upstream_url: str, *, tls: TlsSection | None = 
     return SecureGateway(gw, LocalState(data_dir), verify, gateway_state)
 
 
-@pytest.fixture(scope="session")
-def fake_llama() -> Iterator[FakeUpstream]:
-    server = FakeUpstream().start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture
-def fake_upstream(fake_llama: FakeUpstream) -> FakeUpstream:
-    fake_llama.reset()
-    return fake_llama
-
-
-@pytest.fixture
-def secure_factory(tmp_path: Path, fake_upstream: FakeUpstream) -> Iterator[Callable[..., SecureGateway]]:
+def secure_factory(tmp_path: Path, fake_upstream: FakeLlamaServer) -> Iterator[Callable[..., SecureGateway]]:
     """Start secure gateways (each on its own data dir) for one test; all stopped after it."""
     started: list[SecureGateway] = []
 

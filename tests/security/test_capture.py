@@ -106,7 +106,7 @@ def test_a_tampered_ciphertext_is_refused_and_starts_nothing(secure, fake_upstre
     errors = [f.body for f in frames if f.type is Type.ERROR]
     assert errors and errors[0]["code"] == "bad_seal" and "altered" in errors[0]["action"]
     assert close_code == 4400
-    assert fake_upstream.requests == 0
+    assert fake_upstream.generations == 0
 
 
 def test_a_replayed_envelope_is_refused_on_the_same_and_on_a_later_connection(secure, fake_upstream):
@@ -133,6 +133,6 @@ def test_a_replayed_envelope_is_refused_on_the_same_and_on_a_later_connection(se
     first, welcome, later, last, close_code = asyncio.run(scenario())
     assert [f.body["code"] for f in first if f.type is Type.ERROR] == []
     assert welcome["resumed"] is True
-    assert fake_upstream.requests == 1  # one generation, whatever was replayed
+    assert fake_upstream.generations == 1  # one generation, whatever was replayed
     assert not [f for f in later if f.type is Type.ERROR]  # the duplicate was dropped, quietly
     assert [f.body["code"] for f in last if f.type is Type.ERROR] == ["bad_seal"] and close_code == 4400

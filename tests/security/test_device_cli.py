@@ -12,9 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from remote_api.llama_server import free_port
+from remote_api.processes import free_port, running
 from remote_api.state import LocalState
-from tests.link.test_cli import wait_healthy
 
 from .conftest import expected
 
@@ -38,29 +37,24 @@ def test_pair_chat_list_and_revoke_from_the_command_line(fake_upstream, tmp_path
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     state = ["--data-dir", str(data)]
-    with subprocess.Popen([str(BIN / "stella-server"), "serve", "--host", "0.0.0.0", "--port", str(port),
-                           "--upstream", fake_upstream.url, *state], stderr=subprocess.PIPE, text=True) as proc:
-        try:
-            wait_healthy(url, proc)
-            stranger = run("stella-chat", "--server", url, "Hi")
-            added = run("stella-server", "device", "add", "laptop", *state)
-            code = re.search(r"[0-9A-Z]{5}-[0-9A-Z]{5}", added.stdout).group(0)
-            creds = tmp_path / "laptop.json"
-            paired = run("stella-chat", "--server", url, "--pair", code, "--credentials", str(creds),
-                         "--max-tokens", "5", "Hi")
-            again = run("stella-chat", "--credentials", str(creds), "--max-tokens", "5", "Hi")
-            reused = run("stella-chat", "--server", url, "--pair", code, "--credentials", str(tmp_path / "x.json"),
-                         "Hi")
-            listed = json.loads(run("stella-server", "device", "list", "--json", *state).stdout)
-            table = run("stella-server", "device", "list", *state).stdout
-            revoked = run("stella-server", "device", "revoke", "laptop", *state)
-            after = run("stella-chat", "--credentials", str(creds), "Hi")
-            twice = run("stella-server", "device", "revoke", "laptop", *state)
-            jti = run("stella-server", "device", "revoke", "--jti", "some-token-id", *state)
-            bad_name = run("stella-server", "device", "add", "no spaces!", *state)
-        finally:
-            proc.terminate()
-            proc.wait(10)
+    with running([str(BIN / "stella-server"), "serve", "--host", "0.0.0.0", "--port", str(port), "--upstream",
+                  fake_upstream.url, *state], url, timeout=60, grace=10, stderr=subprocess.PIPE, text=True):
+        stranger = run("stella-chat", "--server", url, "Hi")
+        added = run("stella-server", "device", "add", "laptop", *state)
+        code = re.search(r"[0-9A-Z]{5}-[0-9A-Z]{5}", added.stdout).group(0)
+        creds = tmp_path / "laptop.json"
+        paired = run("stella-chat", "--server", url, "--pair", code, "--credentials", str(creds),
+                     "--max-tokens", "5", "Hi")
+        again = run("stella-chat", "--credentials", str(creds), "--max-tokens", "5", "Hi")
+        reused = run("stella-chat", "--server", url, "--pair", code, "--credentials", str(tmp_path / "x.json"),
+                     "Hi")
+        listed = json.loads(run("stella-server", "device", "list", "--json", *state).stdout)
+        table = run("stella-server", "device", "list", *state).stdout
+        revoked = run("stella-server", "device", "revoke", "laptop", *state)
+        after = run("stella-chat", "--credentials", str(creds), "Hi")
+        twice = run("stella-server", "device", "revoke", "laptop", *state)
+        jti = run("stella-server", "device", "revoke", "--jti", "some-token-id", *state)
+        bad_name = run("stella-server", "device", "add", "no spaces!", *state)
     assert stranger.returncode == 5 and "no access token" in stranger.stderr and "pair" in stranger.stderr.lower()
     assert added.returncode == 0 and "stella-chat" in added.stdout
     assert paired.returncode == 0, paired.stderr

@@ -14,10 +14,9 @@ from pathlib import Path
 
 from remote_api.client import Done, LinkClient
 from remote_api.credentials import local_credentials_path
-from remote_api.llama_server import free_port
+from remote_api.processes import free_port, running
 from remote_api.seal import SealCodec
 from tests.link.harness import FAST, collect
-from tests.link.test_cli import wait_healthy
 
 from .conftest import HI, expected
 
@@ -26,15 +25,10 @@ BIN = Path(sys.executable).parent
 
 @contextlib.contextmanager
 def local_gateway(port: int, upstream: str, data: Path, wait: bool = True) -> Iterator[subprocess.Popen]:
-    with subprocess.Popen([str(BIN / "stella-server"), "serve", "--port", str(port), "--upstream", upstream,
-                           "--data-dir", str(data)], stderr=subprocess.DEVNULL) as proc:
-        try:
-            if wait:
-                wait_healthy(f"http://127.0.0.1:{port}", proc)
-            yield proc
-        finally:
-            proc.terminate()
-            proc.wait(10)
+    with running([str(BIN / "stella-server"), "serve", "--port", str(port), "--upstream", upstream, "--data-dir",
+                  str(data)], f"http://127.0.0.1:{port}", timeout=60 if wait else None, grace=10,
+                 stderr=subprocess.DEVNULL) as proc:
+        yield proc
 
 
 def devices(data: Path) -> list[str]:

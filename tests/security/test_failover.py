@@ -6,6 +6,7 @@ revocations are shared too."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import secrets
@@ -22,10 +23,9 @@ import redis.asyncio as redis
 
 from remote_api.client import Done, Error, LinkClient
 from remote_api.credentials import Credentials, CredentialsRejected, TokenSource, pair
-from remote_api.llama_server import free_port
+from remote_api.processes import free_port, running
 from tests.link.harness import FAST, collect
 from tests.link.proxy import TcpProxy
-from tests.link.test_cli import wait_healthy
 
 from .conftest import HI, expected
 
@@ -58,21 +58,15 @@ def replicas(redis_server, fake_upstream, tmp_path) -> Iterator[Replicas]:
     config = tmp_path / "replica.toml"
     config.write_text(f"[link]\n{LINK}\n[auth]\nrecheck_interval = 0.3\n")
     ports = [free_port(), free_port()]
-    logs = [open(tmp_path / f"replica-{i}.log", "w") for i in range(2)]  # noqa: SIM115
-    procs = [subprocess.Popen([str(BIN / "stella-server"), "serve", "--port", str(port), "--upstream",
-                               fake_upstream.url, "--redis", redis_server.url, "--config", str(config)],
-                              stderr=log) for port, log in zip(ports, logs, strict=True)]
     urls = [f"http://127.0.0.1:{port}" for port in ports]
-    try:
-        for url, proc in zip(urls, procs, strict=True):
-            wait_healthy(url, proc)
+    with contextlib.ExitStack() as stack:
+        procs = []
+        for port, url in zip(ports, urls, strict=True):
+            log = stack.enter_context(open(tmp_path / f"replica-{port}.log", "w"))
+            procs.append(stack.enter_context(running(
+                [str(BIN / "stella-server"), "serve", "--port", str(port), "--upstream", fake_upstream.url,
+                 "--redis", redis_server.url, "--config", str(config)], url, timeout=60, grace=10, stderr=log)))
         yield Replicas(urls, procs, redis_server.url)
-    finally:
-        for proc, log in zip(procs, logs, strict=True):
-            if proc.poll() is None:
-                proc.terminate()
-            proc.wait(10)
-            log.close()
 
 
 @pytest.mark.parametrize("sampling", [{"temperature": 0, "seed": 7}, {"temperature": 0.8}])
@@ -106,7 +100,7 @@ def test_the_replica_streaming_a_reply_is_killed_and_the_other_one_finishes_it(r
     assert reply.text == expected(150)
     assert [t.index for t in reply.tokens] == list(range(150))  # nothing lost, nothing repeated
     assert isinstance(reply.end, Done) and reply.end.tokens == 150
-    assert fake_upstream.requests == 2 and seeds[0] == seeds[1]  # generated again, with the same seed
+    assert fake_upstream.generations == 2 and seeds[0] == seeds[1]  # generated again, with the same seed
     assert leftovers == 0  # a finished reply's request is gone from the shared state
 
 
@@ -167,7 +161,7 @@ def test_a_client_that_moves_while_its_replica_lives_fences_the_old_one_out(repl
     assert finished_on == replicas.urls[1]
     assert reply.text == expected(120) and [t.index for t in reply.tokens] == list(range(120))
     assert isinstance(reply.end, Done)
-    assert fake_upstream.requests == 2 and fake_upstream.disconnects >= 1  # A's generation was stopped
+    assert fake_upstream.generations == 2 and fake_upstream.disconnects >= 1  # A's generation was stopped
     assert all(p.poll() is None for p in replicas.procs)
 
 

@@ -21,10 +21,9 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from remote_api.client import Done, LinkClient, LinkRefused
 from remote_api.config import TlsSection
 from remote_api.credentials import TokenSource
-from remote_api.llama_server import free_port
+from remote_api.processes import free_port, running
 from remote_api.tls import client_context
 from tests.link.harness import FAST, collect
-from tests.link.test_cli import wait_healthy
 
 from .conftest import HI, expected
 
@@ -114,20 +113,15 @@ def test_a_client_that_does_not_trust_the_certificate_stops_with_a_clear_message
 def test_stella_server_serves_tls_and_stella_chat_verifies_it_with_ca_file(fake_upstream, pki, tmp_path):
     port = free_port()
     url = f"https://127.0.0.1:{port}"
-    with subprocess.Popen([str(BIN / "stella-server"), "serve", "--port", str(port), "--upstream",
-                           fake_upstream.url, "--data-dir", str(tmp_path / "state"), "--tls-cert", str(pki.cert),
-                           "--tls-key", str(pki.key)], stderr=subprocess.PIPE, text=True) as proc:
-        try:
-            wait_healthy(url, proc, verify=client_context(pki.ca))
-            health = subprocess.run([str(BIN / "stella-server"), "health", "--server", url, "--ca-file",
-                                     str(pki.ca)], capture_output=True, text=True, timeout=30)
-            said = subprocess.run([str(BIN / "stella-chat"), "--server", url, "--ca-file", str(pki.ca),
-                                   "--max-tokens", "6", "Hi"], capture_output=True, text=True, timeout=30)
-            untrusted = subprocess.run([str(BIN / "stella-chat"), "--server", url, "Hi"], capture_output=True,
-                                       text=True, timeout=30)
-        finally:
-            proc.terminate()
-            proc.wait(10)
+    with running([str(BIN / "stella-server"), "serve", "--port", str(port), "--upstream", fake_upstream.url,
+                  "--data-dir", str(tmp_path / "state"), "--tls-cert", str(pki.cert), "--tls-key", str(pki.key)],
+                 url, timeout=60, grace=10, verify=client_context(pki.ca), stderr=subprocess.PIPE, text=True):
+        health = subprocess.run([str(BIN / "stella-server"), "health", "--server", url, "--ca-file", str(pki.ca)],
+                                capture_output=True, text=True, timeout=30)
+        said = subprocess.run([str(BIN / "stella-chat"), "--server", url, "--ca-file", str(pki.ca), "--max-tokens",
+                               "6", "Hi"], capture_output=True, text=True, timeout=30)
+        untrusted = subprocess.run([str(BIN / "stella-chat"), "--server", url, "Hi"], capture_output=True, text=True,
+                                   timeout=30)
     assert health.returncode == 0 and "ok" in health.stdout
     assert said.returncode == 0, said.stderr
     assert said.stdout.strip() == expected(6).strip()

@@ -1,7 +1,7 @@
 """remote_api.upstream: the SSE parser, every fault we map, and the real llama-server.
 
-Fault tests run against tests/upstream/fault_server.py (a hand-rolled HTTP server that breaks
-the protocol on demand); `@pytest.mark.llama` tests need the session `llama_server` fixture.
+Fault tests run against the scenarios of tests/fakes/llama_server.py (a hand-rolled HTTP server
+that breaks the protocol on demand); `@pytest.mark.llama` tests need the session `llama_server` fixture.
 Async code runs under `asyncio.run` (no pytest-asyncio).
 """
 
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remote_api.llama_server import free_port
+from remote_api.processes import free_port
 from remote_api.upstream import (
     ChatRequest,
     Finished,
@@ -28,18 +28,16 @@ from remote_api.upstream import (
     UpstreamError,
     UpstreamPool,
 )
-from tests.upstream import fault_server
+from tests.fakes.llama_server import TOKENS, FakeLlamaServer
 
-TOKENS = fault_server.TOKENS
 HELLO = ChatRequest(messages=[{"role": "user", "content": "Say hello."}], max_tokens=16)
 APIS = ["chat", "completion"]
 
 
-@pytest.fixture(scope="module")
-def faults():
-    server = fault_server.FaultServer().start()
-    yield server
-    server.stop()
+@pytest.fixture
+def faults(fake_llama: FakeLlamaServer) -> FakeLlamaServer:
+    """The fake llama-server, its misbehaviour picked per request by the URL (`scenario_url`)."""
+    return fake_llama
 
 
 @contextlib.asynccontextmanager
@@ -157,9 +155,9 @@ def test_chat_request_is_validated():
 @pytest.mark.parametrize("api", APIS)
 def test_streams_tokens_and_finish(faults, api):
     req = ChatRequest(messages=HELLO.messages, max_tokens=5, temperature=0.2, seed=7, stop=["\n\n"])
-    items = asyncio.run(collect(faults.url("ok"), api, req))
+    items = asyncio.run(collect(faults.scenario_url("ok"), api, req))
     assert texts(items) == TOKENS
-    assert items[-1] == Finished("length", 5, {"predicted_n": 5})
+    assert (items[-1].reason, items[-1].tokens, items[-1].timings["predicted_n"]) == ("length", 5, 5)
     if api == "completion":
         body = faults.last("/ok/completion").body
         assert faults.last("/ok/apply-template").body == {"messages": HELLO.messages}
@@ -174,14 +172,15 @@ def test_streams_tokens_and_finish(faults, api):
 
 @pytest.mark.parametrize("api", APIS)
 def test_keepalive_comments_other_fields_and_crlf_are_tolerated(faults, api):
-    items = asyncio.run(collect(faults.url("pings"), api))
+    items = asyncio.run(collect(faults.scenario_url("pings"), api))
     assert texts(items) == TOKENS and isinstance(items[-1], Finished)
 
 
 @pytest.mark.parametrize("api", APIS)
 def test_a_missing_done_after_the_final_event_is_tolerated(faults, api):
-    items = asyncio.run(collect(faults.url("no_done"), api))
-    assert texts(items) == TOKENS[:2] and items[-1] == Finished("length", 2, {"predicted_n": 2})
+    items = asyncio.run(collect(faults.scenario_url("no_done"), api))
+    assert texts(items) == TOKENS[:2]
+    assert (items[-1].reason, items[-1].tokens, items[-1].timings["predicted_n"]) == ("length", 2, 2)
 
 
 def test_tokens_are_relayed_as_they_arrive_and_closing_hangs_up(faults):
@@ -189,7 +188,7 @@ def test_tokens_are_relayed_as_they_arrive_and_closing_hangs_up(faults):
 
     async def scenario() -> tuple[list[float], float]:
         arrivals = []
-        async with upstream(faults.url("slow"), "completion") as up:
+        async with upstream(faults.scenario_url("slow"), "completion") as up:
             stream = up.stream(HELLO)
             async for item in stream:
                 assert isinstance(item, TokenDelta)
@@ -210,7 +209,7 @@ def test_cancelling_the_consuming_task_hangs_up(faults):
         first = asyncio.Event()
 
         async def consume() -> None:
-            async with upstream(faults.url("slow"), "chat") as up:
+            async with upstream(faults.scenario_url("slow"), "chat") as up:
                 async for _ in up.stream(HELLO):
                     first.set()
 
@@ -259,7 +258,7 @@ def _hung_up_within(faults, suffix: str, since: float, limit: float) -> bool:
 )
 def test_faults_map_to_clear_errors(faults, api, scenario, code, relayed, words):
     started = time.monotonic()
-    err, got = asyncio.run(failure(faults.url(scenario), api, stall_timeout=0.3))
+    err, got = asyncio.run(failure(faults.scenario_url(scenario), api, stall_timeout=0.3))
     assert err.code == code, err
     assert words in err.message
     assert "llama-server" in err.message and err.message.rstrip().endswith(".")
@@ -277,12 +276,12 @@ def test_connection_refused_is_unreachable(api):
 
 
 def test_completion_needs_apply_template(faults):
-    err, _ = asyncio.run(failure(faults.url("template_404"), "completion"))
+    err, _ = asyncio.run(failure(faults.scenario_url("template_404"), "completion"))
     assert err.code == "bad_response" and "HTTP 404" in err.message
 
 
 def test_completion_refuses_a_template_that_drops_the_conversation(faults):
-    err, _ = asyncio.run(failure(faults.url("template_name_as_jinja"), "completion"))
+    err, _ = asyncio.run(failure(faults.scenario_url("template_name_as_jinja"), "completion"))
     assert err.code == "bad_response" and "--no-jinja" in err.message
     assert not any(r.path.endswith("/template_name_as_jinja/completion") for r in faults.requests)
 
@@ -297,7 +296,7 @@ def test_completion_refuses_a_template_that_drops_the_conversation(faults):
 )
 def test_health(faults, scenario, ok, loading, idle):
     async def check():
-        async with upstream(faults.url(scenario)) as up:
+        async with upstream(faults.scenario_url(scenario)) as up:
             return await up.health()
 
     health = asyncio.run(check())
@@ -316,8 +315,8 @@ def test_health_of_a_dead_server():
 def test_pool_prefers_idle_healthy_and_least_recently_failed(faults):
     async def scenario():
         dead, loading, busy, idle_a, idle_b = (
-            Upstream(u) for u in (dead_url(), faults.url("loading"), faults.url("busy"),
-                                  faults.url("ok"), faults.url("noslots")))
+            Upstream(u) for u in (dead_url(), faults.scenario_url("loading"), faults.scenario_url("busy"),
+                                  faults.scenario_url("ok"), faults.scenario_url("noslots")))
         pool = UpstreamPool([dead, loading, busy, idle_a, idle_b], check_interval=60)
         try:
             assert await pool.pick() is idle_a  # 2 idle slots
@@ -338,7 +337,7 @@ def test_pool_prefers_idle_healthy_and_least_recently_failed(faults):
 
 def test_pool_with_nothing_healthy_says_why(faults):
     async def scenario():
-        pool = UpstreamPool([Upstream(dead_url()), Upstream(faults.url("loading"))], check_interval=60)
+        pool = UpstreamPool([Upstream(dead_url()), Upstream(faults.scenario_url("loading"))], check_interval=60)
         try:
             with pytest.raises(UpstreamError) as info:
                 await pool.pick()
@@ -355,7 +354,7 @@ def test_pool_sweeps_in_the_background(faults):
     """A reported failure is forgotten by the next sweep, without a pick having to wait."""
 
     async def scenario():
-        a, b = Upstream(faults.url("ok")), Upstream(faults.url("ok"))
+        a, b = Upstream(faults.scenario_url("ok")), Upstream(faults.scenario_url("ok"))
         pool = UpstreamPool([a, b], check_interval=0.05)
         try:
             assert await pool.pick() is a

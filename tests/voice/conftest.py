@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from remote_api.llama_server import free_port
+from remote_api.processes import free_port, running
 from sidecar.config import VoiceConfig
 from sidecar.loop import Engines
 
@@ -31,33 +29,12 @@ class Gateway:
 def gateway(llama_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
     """`stella-server serve` relaying the session's llama-server, on a free port."""
     port = free_port()
-    log = (tmp_path_factory.mktemp("gateway") / "gateway.log").open("wb")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "remote_api.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
-         "--upstream", llama_server.url, "--log-level", "WARNING"],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-    )
     url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the gateway did not come up (see {log.name})")
-            time.sleep(0.1)
+    with (tmp_path_factory.mktemp("gateway") / "gateway.log").open("wb") as log, running(
+            [sys.executable, "-m", "remote_api.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
+             "--upstream", llama_server.url, "--log-level", "WARNING"], url, timeout=30, grace=10,
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT) as proc:
         yield Gateway(url, proc)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 @pytest.fixture(scope="session")
