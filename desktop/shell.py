@@ -31,7 +31,7 @@ from desktop import gpu
 from desktop.assets import AssetServer
 from desktop.geometry import MIN_SIZE, GeometryKeeper
 from desktop.supervisor import EngineStatus, Supervisor, engine_command
-from remote_api.llama_server import free_port
+from remote_api.processes import free_port
 from sidecar.channel import Launch
 from sidecar.store import Store, StoreConfig, StoreError
 from sidecar.store.keys import KeyringKey

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from remote_api.llama_server import die_with_parent
+from remote_api.processes import die_with_parent, stop_process
 from sidecar.channel import PORT_LINE, Launch
 
 log = logging.getLogger(__name__)
@@ -103,14 +103,8 @@ class Supervisor:
         self._stopping.set()
         with self._lock:
             proc = self._proc
-        if proc is not None and proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(grace)
-            except subprocess.TimeoutExpired:
-                log.warning("the engine did not stop within %.0f s; killing it", grace)
-                proc.kill()
-                proc.wait()
+        if proc is not None and stop_process(proc, grace) == -signal.SIGKILL:
+            log.warning("the engine did not stop within %.0f s; it was killed", grace)
         if self._thread.is_alive():
             self._thread.join()
         self._set(EngineStatus("stopped", restarts=self.status.restarts))

@@ -1,5 +1,5 @@
 """Small helpers shared by test modules."""
 
-from remote_api.llama_server import free_port
+from remote_api.processes import free_port
 
 __all__ = ["free_port"]

@@ -34,11 +34,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-import httpx  # noqa: E402
 import numpy as np  # noqa: E402
 
 from remote_api.client import LinkClient  # noqa: E402
-from remote_api.llama_server import free_port  # noqa: E402
+from remote_api.processes import NotHealthy, free_port, stop_process, wait_healthy  # noqa: E402
 from sidecar.clock import Clock  # noqa: E402
 from sidecar.config import AppConfig, VoiceConfig  # noqa: E402
 from sidecar.events import EventLog, TurnTimeline  # noqa: E402
@@ -121,14 +120,12 @@ def start_gateway(upstream: str) -> tuple[str, subprocess.Popen]:
     proc = subprocess.Popen([sys.executable, "-m", "remote_api.cli", "serve", "--port", str(port), "--upstream",
                              upstream, "--log-level", "WARNING"], cwd=REPO)
     url = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return url, proc
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("the gateway did not start")
+    try:
+        wait_healthy(url, proc, 30)
+    except NotHealthy:
+        stop_process(proc, 5)
+        raise
+    return url, proc
 
 
 def pct(values: list[float], q: float) -> float:
@@ -250,8 +247,7 @@ def main() -> None:
         threads = whisper_threads(voice, clips[0])
     finally:
         if gateway is not None:
-            gateway.terminate()
-            gateway.wait(10)
+            stop_process(gateway, 10)
         if llama is not None:
             llama.stop()
 

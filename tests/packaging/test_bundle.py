@@ -19,11 +19,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from PIL import Image
 
-from remote_api.llama_server import LlamaServer, free_port
+from remote_api.llama_server import LlamaServer
+from remote_api.processes import free_port, running
 from sidecar.models.catalogue import CATALOGUE
 from tests import services
 from tests.desktop import screen
@@ -87,23 +87,11 @@ def user_env(home: Path, xvfb: services.Xvfb, pulseaudio: services.PulseAudio,
 def gateway(built: Path, llama_server: LlamaServer, user_env: dict[str, str], home: Path) -> Iterator[str]:
     """`stella server serve` from the bundle, on the real llama-server."""
     port = free_port()
-    proc = subprocess.Popen([str(built), "server", "serve", "--host", "127.0.0.1", "--port", str(port),
-                             "--upstream", llama_server.url, "--log-level", "WARNING"],
-                            env=user_env, cwd=home, stdin=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
-
-    def healthy() -> bool:
-        assert proc.poll() is None, f"`stella server serve` from the bundle exited with {proc.returncode}"
-        with contextlib.suppress(httpx.TransportError):
-            return httpx.get(f"{url}/health", timeout=2).status_code == 200
-        return False
-
-    try:
-        wait_for(healthy, 60, "the bundle's gateway answering /health")
+    with running([str(built), "server", "serve", "--host", "127.0.0.1", "--port", str(port),
+                  "--upstream", llama_server.url, "--log-level", "WARNING"], url, timeout=60, grace=15,
+                 env=user_env, cwd=home, stdin=subprocess.DEVNULL):
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(15)
 
 
 def test_the_bundle_is_one_folder_with_one_executable_its_data_and_nothing_unused(built: Path) -> None:
