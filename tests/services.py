@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 from remote_api.llama_server import LlamaServer, default_binary
 from remote_api.processes import free_port, stop_process
@@ -45,8 +46,27 @@ def _wait_for(predicate, timeout: float, what: str) -> None:
     raise ServiceError(f"{what} did not come up within {timeout:.0f} s")
 
 
+class _Service:
+    """A test service as a context manager: `_start` it; if starting fails half-way, what was
+    already started is stopped before the error goes on (no daemon left behind)."""
+
+    def _start(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        try:
+            self._start()
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        raise NotImplementedError
+
+
 @dataclass
-class PulseAudio:
+class PulseAudio(_Service):
     """A private PulseAudio daemon with null sinks `stella_mic` and `stella_speaker` (48 kHz mono)."""
 
     mic: str = "stella_mic"
@@ -55,7 +75,7 @@ class PulseAudio:
     _proc: subprocess.Popen | None = None
     _tmp: str = ""
 
-    def __enter__(self) -> PulseAudio:
+    def _start(self) -> None:
         exe = _need("pulseaudio", "pulseaudio")
         self._tmp = tempfile.mkdtemp(prefix="stella-pulse-")
         runtime = Path(self._tmp, "run")
@@ -77,7 +97,6 @@ class PulseAudio:
             env={**os.environ, **self.env}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         _wait_for(lambda: socket.exists() and self._pactl("info").returncode == 0, 15, "PulseAudio")
-        return self
 
     def _pactl(self, *args: str) -> subprocess.CompletedProcess:
         return subprocess.run(["pactl", *args], env={**os.environ, **self.env}, capture_output=True,
@@ -88,19 +107,20 @@ class PulseAudio:
         return [line.split("\t")[1] for line in out.splitlines() if "\t" in line]
 
     def __exit__(self, *exc: object) -> None:
-        stop_process(self._proc, 5)
+        if self._proc is not None:
+            stop_process(self._proc, 5)
         shutil.rmtree(self._tmp, ignore_errors=True)
 
 
 @dataclass
-class SecretService:
+class SecretService(_Service):
     """A private D-Bus session bus with an unlocked gnome-keyring (the Secret Service API)."""
 
     env: dict[str, str] = field(default_factory=dict)
     _bus: subprocess.Popen | None = None
     _tmp: str = ""
 
-    def __enter__(self) -> SecretService:
+    def _start(self) -> None:
         bus_exe = _need("dbus-daemon", "dbus")
         keyring_exe = _need("gnome-keyring-daemon", "gnome-keyring")
         self._tmp = tempfile.mkdtemp(prefix="stella-keyring-")
@@ -129,22 +149,22 @@ class SecretService:
             key, _, value = line.partition("=")
             if key and value:
                 self.env[key] = value
-        return self
 
     def __exit__(self, *exc: object) -> None:
-        stop_process(self._bus, 5)  # gnome-keyring-daemon exits with its session bus
+        if self._bus is not None:
+            stop_process(self._bus, 5)  # gnome-keyring-daemon exits with its session bus
         shutil.rmtree(self._tmp, ignore_errors=True)
 
 
 @dataclass
-class Xvfb:
+class Xvfb(_Service):
     """A virtual X screen; `display` is e.g. ':99'."""
 
     size: str = "1280x800x24"
     display: str = ""
     _proc: subprocess.Popen | None = None
 
-    def __enter__(self) -> Xvfb:
+    def _start(self) -> None:
         exe = _need("Xvfb", "xvfb")
         read, write = os.pipe()
         self._proc = subprocess.Popen(
@@ -158,18 +178,18 @@ class Xvfb:
         if not number:
             raise ServiceError("Xvfb did not report a display number")
         self.display = f":{number}"
-        return self
 
     @property
     def env(self) -> dict[str, str]:
         return {"DISPLAY": self.display}
 
     def __exit__(self, *exc: object) -> None:
-        stop_process(self._proc, 5)
+        if self._proc is not None:
+            stop_process(self._proc, 5)
 
 
 @dataclass
-class Redis:
+class Redis(_Service):
     """A throw-away redis-server on a free loopback port, nothing persisted."""
 
     port: int = 0
@@ -179,7 +199,7 @@ class Redis:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def __enter__(self) -> Redis:
+    def _start(self) -> None:
         exe = _need("redis-server", "redis-server")
         self.port = free_port()
         self._proc = subprocess.Popen(
@@ -190,10 +210,10 @@ class Redis:
         cli = _need("redis-cli", "redis-tools")
         _wait_for(lambda: subprocess.run([cli, "-p", str(self.port), "ping"], capture_output=True,
                                          text=True).stdout.strip() == "PONG", 15, "redis-server")
-        return self
 
     def __exit__(self, *exc: object) -> None:
-        stop_process(self._proc, 5)
+        if self._proc is not None:
+            stop_process(self._proc, 5)
 
 
 def llama_server(log_dir: Path) -> LlamaServer:
