@@ -34,6 +34,16 @@ def _span(text: str) -> tuple[float, float]:
     return start, end
 
 
+def _echo(text: str) -> tuple[float, float]:
+    try:
+        delay, gain = (float(x) for x in text.split(":"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected DELAY_MS:GAIN_DB, got {text!r}") from None
+    if not 20 <= delay <= 1000:
+        raise argparse.ArgumentTypeError(f"echo delay {delay:g} ms must be 20-1000")
+    return delay, gain
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m sidecar", description="Stella's voice engine")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -51,6 +61,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--input-device", help="microphone name or index (default: the system's)")
     r.add_argument("--output-device", help="speaker name or index (default: the system's)")
     r.add_argument("--fast", action="store_true", help="read --audio-in as fast as possible (tests)")
+    r.add_argument("--echo", type=_echo, metavar="DELAY_MS:GAIN_DB",
+                   help="feed --audio-out back into the input, delayed and attenuated (a simulated "
+                        "speaker heard by the microphone, e.g. 50:-10)")
     r.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR")
     return p
 
@@ -70,7 +83,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     setup_logging(args.log_level or config.log_level)
     options = Options(audio_in=args.audio_in, audio_out=args.audio_out, events=args.events, texts=args.text,
-                      push_to_talk=args.push_to_talk, fast=args.fast)
+                      push_to_talk=args.push_to_talk, fast=args.fast, echo=args.echo)
     try:
         asyncio.run(run(config, options))
     except (VoiceError, LinkError, ModelError, AudioFileError) as exc:

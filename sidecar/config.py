@@ -57,6 +57,18 @@ class VoiceConfig:
     espeak_voice: str = "en-us"
     sentence_pause_ms: int = 120  # silence between sentences
     first_clause_words: int = 4  # the first sentence may be cut at a comma after this many words
+    # Playback volume (dB on the voice's own level) and the step of "louder" / "softer".
+    volume_db: float = 0.0
+    volume_step_db: float = 6.0
+    # Barge-in: speech over Stella's voice interrupts her. The echo guard takes speech for the
+    # user's only if it is `echo_margin_db` above the echo Stella's own voice can make
+    # (learnt; `echo_coupling_db` until then) for `barge_in_windows` 32 ms windows in a row;
+    # `echo_delay_ms` is the longest speaker -> microphone delay it allows for.
+    barge_in: bool = True
+    echo_margin_db: float = 6.0
+    echo_coupling_db: float = 0.0
+    echo_delay_ms: int = 200
+    barge_in_windows: int = 2
 
     @property
     def whisper_threads(self) -> int:
@@ -69,9 +81,12 @@ class VoiceConfig:
             raise ValueError(f"voice setting 'vad_threshold' must be between 0 and 1, got {self.vad_threshold}")
         if not 0 < self.wake_threshold < 1:
             raise ValueError(f"voice setting 'wake_threshold' must be between 0 and 1, got {self.wake_threshold}")
-        for name in ("preroll_ms", "hangover_ms", "min_speech_ms", "sentence_pause_ms", "output_rate"):
+        for name in ("preroll_ms", "hangover_ms", "min_speech_ms", "sentence_pause_ms", "output_rate",
+                     "echo_delay_ms", "echo_margin_db", "volume_step_db"):
             if getattr(self, name) < 0:
                 raise ValueError(f"voice setting '{name}' must not be negative, got {getattr(self, name)}")
+        if self.barge_in_windows < 1:
+            raise ValueError(f"voice setting 'barge_in_windows' must be at least 1, got {self.barge_in_windows}")
         if self.asr_threads < 0:
             raise ValueError(f"voice setting 'asr_threads' must be 0 (automatic) or more, got {self.asr_threads}")
         if self.wake_engine == "openwakeword" and self.wake_model not in WAKE_MODELS:
@@ -111,6 +126,7 @@ class ChatConfig:
 @dataclass
 class AppConfig:
     server_url: str = "http://127.0.0.1:8765"
+    atlas_dir: str = ""  # the character's atlas (its manifest is the outfit catalogue); "" = the bundled one
     link: LinkConfig = field(default_factory=LinkConfig)
     voice: VoiceConfig = field(default_factory=VoiceConfig)
     persona: PersonaConfig = field(default_factory=PersonaConfig)

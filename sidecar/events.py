@@ -18,6 +18,8 @@ from sidecar.frames import (
     AudioOutFrame,
     ErrorFrame,
     Frame,
+    HeardFrame,
+    InterruptionFrame,
     ReplyDoneFrame,
     RequestSentFrame,
     SentenceFrame,
@@ -79,12 +81,15 @@ class TurnTimeline:
 
     speech_end (the user's last voiced audio), endpoint (end-of-speech decided), transcript,
     request_sent, first_token, last_token, first_sentence, first_audio (heard), reply_done,
-    turn_end. `latency_ms.total` is speech_end -> first_audio, the delay the user feels.
+    turn_end; for a reply cut short also interruption (decided: barge-in, "stop"), stopped
+    (playback cut) and cancelled (the request cancelled upstream, reply_done's time).
+    `latency_ms.total` is speech_end -> first_audio, the delay the user feels.
     """
 
     def __init__(self, emit: Callable[[TurnTimelineFrame], None]) -> None:
         self.emit = emit
         self._turns: dict[int, _Turn] = {}
+        self._finished: set[int] = set()  # frames of a turn still travel after it ended
         self._heard: dict[float, tuple[float, float]] = {}  # utterance end -> (endpoint, transcript)
 
     def __call__(self, source: Processor | None, frame: Frame, direction: Direction = Direction.DOWN) -> None:
@@ -93,7 +98,7 @@ class TurnTimeline:
             while len(self._heard) > 16:  # transcripts that started no turn
                 self._heard.pop(next(iter(self._heard)))
         elif isinstance(frame, UserTurnFrame):
-            turn = self._turns.setdefault(frame.turn, _Turn())
+            turn = self._get(frame.turn)
             if frame.speech_end is not None:
                 turn.mark("speech_end", frame.speech_end)
                 endpoint, transcript = self._heard.pop(frame.speech_end, (None, None))
@@ -111,18 +116,26 @@ class TurnTimeline:
             self._get(frame.turn).mark("first_audio", frame.t)
         elif isinstance(frame, ReplyDoneFrame):
             self._get(frame.turn).mark("reply_done", frame.t)
+            if frame.reason == "cancelled":
+                self._get(frame.turn).mark("cancelled", frame.t)
+        elif isinstance(frame, InterruptionFrame):
+            for turn in self._turns.values():
+                turn.mark("interruption", frame.t)
+        elif isinstance(frame, HeardFrame) and frame.interrupted:
+            self._get(frame.turn).mark("stopped", frame.t)
         elif isinstance(frame, TurnEndedFrame):
             self._finish(frame.turn, frame.t)
         elif isinstance(frame, ErrorFrame) and frame.fatal:
             self._turns.clear()
 
     def _get(self, turn: int) -> _Turn:
-        return self._turns.setdefault(turn, _Turn())
+        return _Turn() if turn in self._finished else self._turns.setdefault(turn, _Turn())
 
     def _finish(self, number: int, t: float | None) -> None:
         turn = self._turns.pop(number, None)
         if turn is None:
             return
+        self._finished = {n for n in self._finished if n > number - 32} | {number}
         turn.mark("turn_end", t)
         marks = turn.marks
         gaps = {name: round((marks[b] - marks[a]) * 1000, 1) for a, b, name in STAGES if a in marks and b in marks}

@@ -170,7 +170,8 @@ class UtteranceFrame(DataFrame):
     can start while the hang-over runs; the final one follows (same `end` if the pause held).
     The wake gate sets `wake_inside` when an acoustic wake word was said within it (so its
     transcript starts with the wake word) and `verify_wake` when the custom-phrase engine
-    must look for the name in its transcript.
+    must look for the name in its transcript; barge-in sets `barge_in` on the speech that
+    interrupted Stella.
     """
 
     interruptible: ClassVar[bool] = False
@@ -181,6 +182,7 @@ class UtteranceFrame(DataFrame):
     final: bool = True
     wake_inside: bool = False
     verify_wake: bool = False
+    barge_in: bool = False  # said over Stella's voice and cut her off: addressed to her
 
 
 @dataclass(kw_only=True)
@@ -283,8 +285,12 @@ class AudioOutFrame(ControlFrame):
 
 
 @dataclass(kw_only=True)
-class BotSpeakingFrame(ControlFrame):
-    """Playback started (`speaking`) or finished a reply's audio; flows upstream."""
+class BotSpeakingFrame(SystemFrame):
+    """Playback started (`speaking`) or finished a reply's audio; flows upstream.
+
+    A system frame: barge-in must know at once, not after a reply still streaming in front
+    of it.
+    """
 
     event: ClassVar[str] = "speaking"
     turn: int
@@ -307,3 +313,64 @@ class TurnTimelineFrame(ControlFrame):
     turn: int
     marks: dict[str, float]
     latency_ms: dict[str, float]
+
+
+@dataclass(kw_only=True)
+class HeardFrame(SystemFrame):
+    """Upstream from playback when turn `turn` stops being heard: `text` is what the user
+    heard — all of it, or, if `interrupted`, up to the word where playback was cut off."""
+
+    event: ClassVar[str] = "heard"
+    turn: int
+    text: str
+    interrupted: bool
+
+
+@dataclass(kw_only=True)
+class PlaybackLevelsFrame(SystemFrame):
+    """Upstream from playback: the RMS level of the output every `hop` s from `start` on,
+    volume included — the reference the echo guard compares the microphone with. `cut`:
+    nothing queued plays after `start` (an interruption emptied the buffer)."""
+
+    start: float
+    hop: float
+    rms: np.ndarray
+    cut: bool = False
+
+
+@dataclass(kw_only=True)
+class MouthFrame(ControlFrame):
+    """Lip sync: mouth openness 0..1 for the 20 ms of audio heard from `t`."""
+
+    event: ClassVar[str] = "mouth"
+    level: float
+
+
+@dataclass(kw_only=True)
+class BlinkFrame(ControlFrame):
+    """The idle animation's cue: blink now (a few times a minute, speaking or not)."""
+
+    event: ClassVar[str] = "blink"
+
+
+# --- local intents ------------------------------------------------------------------------
+
+
+@dataclass(kw_only=True)
+class OutfitFrame(ControlFrame):
+    """Wear catalogue outfit `id`; `source` is "user" (a spoken or typed request) or
+    "assistant" (an [outfit: ID] tag in a reply)."""
+
+    event: ClassVar[str] = "outfit"
+    interruptible: ClassVar[bool] = False
+    id: str
+    source: str
+
+
+@dataclass(kw_only=True)
+class VolumeFrame(ControlFrame):
+    """Speak louder (`step` +1) or softer (-1); playback applies it at once."""
+
+    event: ClassVar[str] = "volume"
+    interruptible: ClassVar[bool] = False
+    step: int

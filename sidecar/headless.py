@@ -6,7 +6,13 @@ in.wav is fed at real-time pace, as a microphone would deliver it (`fast` drops 
 for tests); out.wav shares its timeline — sample 0 is the same instant, silence where nothing
 plays — and the run ends when the last turn is over. Without --audio-in/--audio-out the
 default microphone/speaker are used and the run lasts until Ctrl-C. `texts` are typed turns
-(no microphone needed); `push_to_talk` holds the button over (start, end) spans of in.wav.
+(no microphone needed); `push_to_talk` holds the button over (start, end) spans of in.wav;
+`echo` = (delay ms, gain dB) feeds out.wav back into the input, as a speaker heard by the
+microphone (to test barge-in against Stella's own voice).
+
+Besides the turn milestones the event log has `mouth` levels every 20 ms of speech and `blink`
+cues (both on the audio clock), `interruption` (barge_in | stop), `heard` (what the user heard
+of a reply, `interrupted` if cut short), `outfit` and `volume` requests.
 """
 
 from __future__ import annotations
@@ -21,12 +27,14 @@ from pathlib import Path
 from remote_api.client import LinkClient
 from sidecar.clock import Clock
 from sidecar.config import WAKE_MODELS, AppConfig
+from sidecar.conversation import Conversation
 from sidecar.events import EventLog, TurnTimeline
 from sidecar.frames import EndFrame, UserTextFrame
 from sidecar.loop import Engines, build
-from sidecar.pipeline import Source
+from sidecar.pipeline import Observer, Source, VoiceError
 from sidecar.voice.audio import RATE
 from sidecar.voice.capture import DeviceSource, FileSource
+from sidecar.voice.echo import EchoPath
 from sidecar.voice.playback import DeviceOutput, FileOutput, Output
 
 
@@ -38,6 +46,7 @@ class Options:
     texts: list[str] = field(default_factory=list)
     push_to_talk: list[tuple[float, float]] = field(default_factory=list)
     fast: bool = False
+    echo: tuple[float, float] | None = None  # (delay ms, gain dB) from out.wav back into the input
 
 
 def with_wake(config: AppConfig, wake: str) -> AppConfig:
@@ -52,10 +61,16 @@ def with_wake(config: AppConfig, wake: str) -> AppConfig:
     return replace(config, voice=voice)
 
 
-def _source(config: AppConfig, options: Options) -> Source:
+def _source(config: AppConfig, options: Options, output: Output) -> Source:
     if options.audio_in is not None or options.texts:
+        echo = None
+        if options.echo is not None:
+            if not isinstance(output, FileOutput):
+                raise VoiceError("a simulated echo (--echo) needs --audio-out: the file it echoes")
+            echo = EchoPath(*options.echo)
+            echo.connect(output)
         return FileSource(options.audio_in, config.voice.block_ms, push_to_talk=options.push_to_talk,
-                          fast=options.fast)
+                          fast=options.fast, echo=echo)
     return DeviceSource(config.voice.input_device, config.voice.block_ms)
 
 
@@ -69,15 +84,21 @@ def _output(config: AppConfig, options: Options) -> Output:
     return FileOutput(options.audio_out, rate, config.voice.block_ms)
 
 
-async def run(config: AppConfig, options: Options, engines: Engines | None = None) -> None:
-    """One session; raises VoiceError/LinkError with a message for the user on failure."""
-    source, output = _source(config, options), _output(config, options)
+async def run(config: AppConfig, options: Options, engines: Engines | None = None, *,
+              conversation: Conversation | None = None, observers: list[Observer] = ()) -> None:
+    """One session; raises VoiceError/LinkError with a message for the user on failure.
+
+    `conversation` (default: a new one) holds the history; `observers` see every frame too.
+    """
+    output = _output(config, options)
+    source = _source(config, options, output)
     engines = engines or await asyncio.to_thread(Engines.load, config.voice)
     events = EventLog(options.events)
     timeline = TurnTimeline(lambda frame: events(None, frame))
     try:
         async with LinkClient(config.server_url, config.link) as link:
-            pipeline = build(config, engines, source, output, link, Clock(), observers=[events, timeline])
+            pipeline = build(config, engines, source, output, link, Clock(), observers=[events, timeline, *observers],
+                             conversation=conversation)
             for text in options.texts:
                 await pipeline.queue(UserTextFrame(text=text, t=0.0))
             loop = asyncio.get_running_loop()

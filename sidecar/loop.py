@@ -1,7 +1,8 @@
 """The voice loop: which processors, in which order, with which engines.
 
-    source -> [acoustic wake] -> endpointer (VAD) -> wake gate -> ASR -> turn taker
-           -> reply (link) -> sentences -> TTS -> playback
+    source -> [acoustic wake] -> endpointer (VAD + echo guard) -> barge-in -> wake gate -> ASR
+           -> turn taker (+ local intents) -> reply (link) -> outfit tags -> sentences -> TTS
+           -> playback (+ mouth levels, blinks)
 
 The source is a microphone or a file, the playback output a speaker or a file; everything
 between is the same in the app and in headless runs. Engines (models) load once and can serve
@@ -17,12 +18,14 @@ from dataclasses import dataclass
 from sidecar.clock import Clock
 from sidecar.config import AppConfig, VoiceConfig
 from sidecar.conversation import Conversation
+from sidecar.intents import Intents, Outfit, OutfitTags, load_catalogue
 from sidecar.models.errors import ModelError
 from sidecar.models.provision import Models
 from sidecar.pipeline import Observer, Pipeline, Processor, Source, VoiceError
 from sidecar.reply import ChatLink, Reply
 from sidecar.voice.addressing import TurnTaker, WakeGate
 from sidecar.voice.asr import ASR, Transcriber
+from sidecar.voice.bargein import BargeIn, EchoGuard
 from sidecar.voice.playback import Output, Playback
 from sidecar.voice.sentences import Sentences
 from sidecar.voice.tts import TTS, EspeakSynth, PiperSynth, Synthesizer
@@ -72,8 +75,14 @@ def load_voices(config: VoiceConfig, models: Models) -> tuple[Synthesizer, Synth
         return espeak, None
 
 
-def listening(config: VoiceConfig, engines: Engines, source: Source) -> list[Processor]:
-    """Microphone to user turns: source, [acoustic wake], VAD, wake gate, ASR, turn taker."""
+def echo_guard(config: VoiceConfig) -> EchoGuard:
+    return EchoGuard(threshold=config.vad_threshold, margin_db=config.echo_margin_db,
+                     max_delay_s=config.echo_delay_ms / 1000, prior_coupling_db=config.echo_coupling_db,
+                     windows=config.barge_in_windows)
+
+
+def listening(config: VoiceConfig, engines: Engines, source: Source, intents: Intents | None = None) -> list[Processor]:
+    """Microphone to user turns: source, [acoustic wake], VAD, [barge-in], wake gate, ASR, turn taker."""
     wake_word = config.wake_model if config.wake_engine == "openwakeword" else config.wake_phrase
     prompt = "" if config.wake_engine == "off" else wake_word.replace("_", " ").title() + "."
     processors: list[Processor] = [source]
@@ -81,21 +90,33 @@ def listening(config: VoiceConfig, engines: Engines, source: Source) -> list[Pro
         if engines.wake is None or engines.wake.name != config.wake_model:
             raise ValueError(f"the engines were loaded without the {config.wake_model} wake model")
         processors.append(AcousticWake(engines.wake, config.wake_threshold))
+    processors.append(Endpointer(config, engines.vad, echo_guard(config)))
+    if config.barge_in:
+        processors.append(BargeIn())
     return processors + [
-        Endpointer(config, engines.vad),
         WakeGate(config.wake_engine, config.wake_window_s),
         ASR(engines.transcriber, prompt),
-        TurnTaker(wake_word, config.wake_window_s, engine=config.wake_engine),
+        TurnTaker(wake_word, config.wake_window_s, engine=config.wake_engine, intents=intents),
     ]
 
 
 def build(config: AppConfig, engines: Engines, source: Source, output: Output, link: ChatLink,
-          clock: Clock, observers: Iterable[Observer] = (), conversation: Conversation | None = None) -> Pipeline:
-    """The whole loop: `listening`, then reply, sentences, TTS and playback."""
+          clock: Clock, observers: Iterable[Observer] = (), conversation: Conversation | None = None,
+          outfits: tuple[Outfit, ...] | None = None) -> Pipeline:
+    """The whole loop: `listening`, then reply, outfit tags, sentences, TTS and playback.
+
+    `outfits` is the catalogue (default: the configured atlas's); the conversation made here
+    offers it to the model.
+    """
+    outfits = load_catalogue(config.atlas_dir) if outfits is None else outfits
+    voice = config.voice
     speaking = [
-        Reply(link, conversation or Conversation(config.persona, config.chat), config.chat),
-        Sentences(config.voice.first_clause_words),
+        Reply(link, conversation or Conversation(config.persona, config.chat, outfits=outfits), config.chat,
+              spoken=True),
+        OutfitTags(outfits),
+        Sentences(voice.first_clause_words),
         TTS(engines.voice, engines.fallback_voice),
-        Playback(output, config.voice.sentence_pause_ms),
+        Playback(output, voice.sentence_pause_ms, volume_db=voice.volume_db, volume_step_db=voice.volume_step_db),
     ]
-    return Pipeline(listening(config.voice, engines, source) + speaking, clock, observers)
+    intents = Intents(outfits, config.persona.name)
+    return Pipeline(listening(voice, engines, source, intents) + speaking, clock, observers)

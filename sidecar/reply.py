@@ -1,4 +1,10 @@
-"""Asking the gateway for a reply to each user turn and streaming it on as token frames."""
+"""Asking the gateway for a reply to each user turn and streaming it on as token frames.
+
+When the reply is spoken (`spoken`), the history keeps what the user *heard*: playback
+reports it (`HeardFrame`) when the turn ends or is cut short, and the exchange is recorded
+then — all of it, or up to the interruption, marked. Without playback (typed turns read on
+screen) the whole reply is recorded when it ends.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +17,17 @@ from remote_api.client import ChatEvent, Done, Token
 from remote_api.client import Error as LinkErrorEvent
 from sidecar.config import ChatConfig
 from sidecar.conversation import Conversation
-from sidecar.frames import ErrorFrame, Frame, ReplyDoneFrame, RequestSentFrame, TokenFrame, UserTurnFrame
+from sidecar.frames import (
+    ErrorFrame,
+    Frame,
+    HeardFrame,
+    InterruptionFrame,
+    ReplyDoneFrame,
+    RequestSentFrame,
+    TokenFrame,
+    UserTurnFrame,
+)
+from sidecar.intents import strip_tags
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.sentences import sentences_of
 
@@ -34,26 +50,46 @@ class ChatLink(Protocol):
 
 
 class Reply(Processor):
-    """One turn at a time: request, tokens, done. An interruption cancels the turn upstream."""
+    """One turn at a time: request, tokens, done. An interruption cancels the turn upstream
+    (closing the server's stream, which frees its slot) and ends it as "cancelled"."""
 
-    def __init__(self, link: ChatLink, conversation: Conversation, chat: ChatConfig) -> None:
+    def __init__(self, link: ChatLink, conversation: Conversation, chat: ChatConfig, *, spoken: bool = False) -> None:
         super().__init__()
         self.link = link
         self.conversation = conversation
         self.chat = chat
+        self.spoken = spoken
+        self._unheard: dict[int, str] = {}  # turn -> the user's words, until playback says what was heard
+        self._streaming: tuple[int, list[str]] | None = None  # the turn whose reply is coming in
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         await self.push(frame, direction)
         if isinstance(frame, UserTurnFrame) and direction is Direction.DOWN:
             await self._answer(frame)
+        elif isinstance(frame, HeardFrame):
+            self._heard(frame)
+        elif isinstance(frame, InterruptionFrame) and self._streaming is not None:
+            turn, pieces = self._streaming  # its stream was cancelled with the work in hand
+            self._streaming = None
+            await self.push(ReplyDoneFrame(turn=turn, reason="cancelled", text=strip_tags("".join(pieces))))
+
+    def _heard(self, heard: HeardFrame) -> None:
+        user = self._unheard.pop(heard.turn, None)
+        for turn in [t for t in self._unheard if t < heard.turn]:  # cut off before a word was played
+            del self._unheard[turn]
+        if user is not None:
+            self.conversation.record(user, heard.text, interrupted=heard.interrupted)
 
     async def _answer(self, user: UserTurnFrame) -> None:
         turn = self.link.chat(self.conversation.messages(user.text), max_tokens=self.chat.max_tokens,
                               temperature=self.chat.temperature, stop=self.chat.stop)
-        await self.push(RequestSentFrame(turn=user.turn, rid=turn.rid))
         pieces: list[str] = []
+        if self.spoken:
+            self._unheard[user.turn] = user.text
+        self._streaming = (user.turn, pieces)
         reason = "error"
         try:
+            await self.push(RequestSentFrame(turn=user.turn, rid=turn.rid))
             async with asyncio.timeout(self.chat.reply_timeout_s):
                 async for event in turn:
                     if isinstance(event, Token):
@@ -71,8 +107,10 @@ class Reply(Processor):
             await self.push(ErrorFrame(code="reply_timeout", message=(
                 f"The server sent no complete reply within {self.chat.reply_timeout_s:g} s. "
                 "Check that the Stella server and its llama-server are running.")))
-        text = "".join(pieces)
-        # the history keeps what is said aloud, not a small model's stray tokens (which it
-        # would imitate next turn)
-        self.conversation.record(user.text, " ".join(sentences_of(text)))
+        self._streaming = None
+        text = strip_tags("".join(pieces))
+        if not self.spoken:
+            # the history keeps what is said aloud, not a small model's stray tokens (which it
+            # would imitate next turn)
+            self.conversation.record(user.text, " ".join(sentences_of(text)))
         await self.push(ReplyDoneFrame(turn=user.turn, reason=reason, text=text))

@@ -12,6 +12,11 @@ Two processors around ASR, so whisper only runs on speech that may be addressed:
   utterance within the window addressed; a turn spends the wake word. Typed text becomes a
   turn directly.
 
+Speech that cut Stella off (barge-in) is addressed to her like push-to-talk speech: no wake
+word. Before a turn starts, the turn taker checks for a local intent (sidecar.intents): "stop"
+interrupts without a new turn, volume and outfit requests become frames for playback and the
+character — no round trip to the model.
+
 The gate never needs to hear back from the turn taker: it only filters, the turn taker keeps
 the state that matters, so a slow transcript can never let a question slip past.
 """
@@ -22,13 +27,17 @@ import logging
 
 from sidecar.frames import (
     Frame,
+    InterruptionFrame,
     ListeningFrame,
+    OutfitFrame,
     TranscriptFrame,
     UserTextFrame,
     UserTurnFrame,
     UtteranceFrame,
+    VolumeFrame,
     WakeFrame,
 )
+from sidecar.intents import Intents, Stop, Volume, Wear
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.wake import NameMatcher
 
@@ -78,7 +87,7 @@ class WakeGate(Processor):
         await self.push(frame, direction)
 
     def _admit(self, utterance: UtteranceFrame) -> bool:
-        if utterance.push_to_talk or self.engine == "off":
+        if utterance.push_to_talk or utterance.barge_in or self.engine == "off":
             return True
         if self.window.covers(utterance):
             if self.window.inside(utterance):
@@ -91,11 +100,14 @@ class WakeGate(Processor):
 
 
 class TurnTaker(Processor):
-    """`wake_word` is what the active engine listens for ("hey stella" or "hey_jarvis")."""
+    """`wake_word` is what the active engine listens for ("hey stella" or "hey_jarvis");
+    `intents` (optional) handles stop, volume and outfit requests locally."""
 
-    def __init__(self, wake_word: str, window_s: float, *, engine: str = "phrase") -> None:
+    def __init__(self, wake_word: str, window_s: float, *, engine: str = "phrase",
+                 intents: Intents | None = None) -> None:
         super().__init__()
         self.engine = engine
+        self.intents = intents
         self.wake_word = wake_word
         self.matcher = NameMatcher(wake_word)
         self.window = WakeWindow(window_s)
@@ -116,7 +128,7 @@ class TurnTaker(Processor):
     async def _transcript(self, text: str, utterance: UtteranceFrame) -> None:
         if not text:
             return
-        if utterance.push_to_talk or self.engine == "off":
+        if utterance.push_to_talk or utterance.barge_in or self.engine == "off":
             await self._take(text, utterance)
             return
         found = self.matcher.match(text) if utterance.wake_inside or utterance.verify_wake else None
@@ -139,5 +151,15 @@ class TurnTaker(Processor):
         await self._turn(text, "push_to_talk" if utterance.push_to_talk else "voice", utterance.end)
 
     async def _turn(self, text: str, source: str, speech_end: float | None) -> None:
+        intent = self.intents.parse(text) if self.intents is not None else None
+        if isinstance(intent, Stop):
+            await self.push(InterruptionFrame(reason="stop"))
+        elif isinstance(intent, Volume):
+            await self.push(VolumeFrame(step=intent.step))
+        elif isinstance(intent, Wear):
+            await self.push(OutfitFrame(id=intent.outfit, source="user"))
+        if intent is not None:
+            log.info("handled locally: %r -> %s", text, intent)
+            return
         self._turns += 1
         await self.push(UserTurnFrame(turn=self._turns, text=text, source=source, speech_end=speech_end))

@@ -17,8 +17,9 @@ import soxr
 
 from sidecar.frames import AudioFrame, EndFrame, Frame, InputStartedFrame, PushToTalkFrame
 from sidecar.pipeline import Direction, Source, VoiceError
-from sidecar.voice.audio import RATE, read_wav, resample, to_int16
+from sidecar.voice.audio import RATE, read_wav, resample, to_float, to_int16
 from sidecar.voice.devices import find_device, portaudio
+from sidecar.voice.echo import EchoPath
 from sidecar.voice.ring import Ring
 
 log = logging.getLogger(__name__)
@@ -32,15 +33,17 @@ class FileSource(Source):
     `path=None` is a silent microphone (text-only sessions). `push_to_talk` lists (start, end)
     spans, in file time, during which the push-to-talk button is held. `fast` reads the file
     as fast as the pipeline takes it (the silence after it still comes at real-time pace).
+    `echo` adds what the output played, as a microphone next to the speaker would hear it.
     """
 
     MAX_BACKLOG = 64  # fast mode: frames allowed to wait in the pipeline before reading on
 
     def __init__(self, path: Path | None, block_ms: int, *, push_to_talk: list[tuple[float, float]] = (),
-                 fast: bool = False, tail_limit_s: float = 120.0) -> None:
+                 fast: bool = False, tail_limit_s: float = 120.0, echo: EchoPath | None = None) -> None:
         super().__init__()
         self.path = path
         self.fast = fast
+        self.echo = echo
         self.block = RATE * block_ms // 1000
         self.tail_limit_s = tail_limit_s
         self._buttons = sorted([(start, True) for start, _ in push_to_talk] + [(end, False) for _, end in push_to_talk])
@@ -49,10 +52,33 @@ class FileSource(Source):
             audio, rate = read_wav(path)
             self._pcm = to_int16(resample(audio, rate, RATE))
         self._ended = False
+        self._read = 0  # samples of _pcm handed out so far
 
     @property
     def duration(self) -> float:
         return len(self._pcm) / RATE
+
+    def insert(self, audio: np.ndarray, at: float) -> None:
+        """Add `audio` (float32, 16 kHz) to the input from `at` s on, lengthening it if need be:
+        a simulated user who speaks in response to what happens (tests, benchmarks)."""
+        start = round(at * RATE)
+        if start < self._read:
+            raise ValueError(f"cannot insert audio at {at:.3f} s: the input has been read up to "
+                             f"{self._read / RATE:.3f} s")
+        pcm = np.zeros(max(len(self._pcm), start + len(audio)), np.int16)
+        pcm[:len(self._pcm)] = self._pcm
+        pcm[start:start + len(audio)] = to_int16(to_float(pcm[start:start + len(audio)]) + audio)
+        self._pcm = pcm
+
+    @property
+    def position(self) -> float:
+        """How far the input has been read (s)."""
+        return self._read / RATE
+
+    @property
+    def audio(self) -> np.ndarray:
+        """The input as read (and to be read), float32 at 16 kHz."""
+        return to_float(self._pcm)
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         if isinstance(frame, EndFrame):
@@ -87,8 +113,11 @@ class FileSource(Source):
                 at, pressed = self._buttons.pop(0)
                 await self.push(PushToTalkFrame(pressed=pressed, t=at))
             pcm = self._pcm[n:n + self.block]
+            self._read = n + self.block
             if len(pcm) < self.block:
                 pcm = np.concatenate([pcm, silence[:self.block - len(pcm)]])
+            if self.echo is not None:
+                pcm = self.echo.mix(pcm, ready)
             await self.push(AudioFrame(pcm=pcm, rate=RATE, t=t))
             n += self.block
 

@@ -11,8 +11,10 @@ a sentence is *heard* is known exactly (`audio_out` events).
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import wave
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,20 +23,28 @@ import numpy as np
 from sidecar.clock import Clock
 from sidecar.frames import (
     AudioOutFrame,
+    BlinkFrame,
     BotSpeakingFrame,
     EndFrame,
     Frame,
+    HeardFrame,
     InterruptionFrame,
+    MouthFrame,
+    PlaybackLevelsFrame,
     ReplyDoneFrame,
     SpeechAudioFrame,
     TurnEndedFrame,
+    VolumeFrame,
 )
 from sidecar.pipeline import Direction, Processor, VoiceError
 from sidecar.voice.audio import fade_edges, resample, to_int16
 from sidecar.voice.devices import find_device, portaudio
+from sidecar.voice.mouth import HOP_S, Blinks, mouth_levels, rms_envelope
 from sidecar.voice.ring import Ring
 
 log = logging.getLogger(__name__)
+
+VOLUME_MIN_DB, VOLUME_MAX_DB = -30.0, 6.0
 
 
 class JitterBuffer:
@@ -46,11 +56,14 @@ class JitterBuffer:
         # (ring position, timeline time at which that position plays), set by each pull
         self._mark: tuple[int, float] = (0, 0.0)
         self._ends = 0.0  # when the last queued sample will have been heard
+        self.gain = 1.0  # the volume, applied as audio is pulled so a change is heard at once
 
     def pull(self, out: np.ndarray, plays_at: float) -> int:
         """Fill `out` (silence past the queued audio); `plays_at` = when out[0] is heard."""
         n = self.ring.read_into(out)
         out[n:] = 0.0
+        if self.gain != 1.0:
+            out *= self.gain
         # the next ring sample plays right after this block (now, or at the next pull if empty)
         self._mark = (self.ring.consumed, plays_at + len(out) / self.rate)
         return n
@@ -85,6 +98,7 @@ class FileOutput:
         self._wav: wave.Wave_write | None = None
         self._task: asyncio.Task[None] | None = None
         self._written = 0
+        self.tap: Ring | None = None  # a copy of what is written, for a simulated echo path
 
     async def open(self, clock: Clock) -> None:
         self._wav = wave.open(str(self.path), "wb")
@@ -106,6 +120,8 @@ class FileOutput:
     def _pull(self) -> None:
         self.buffer.pull(self._block, self._written / self.rate)
         self._wav.writeframes(to_int16(self._block).tobytes())
+        if self.tap is not None:
+            self.tap.write(self._block)
         self._written += len(self._block)
 
     async def close(self) -> None:
@@ -170,25 +186,57 @@ class DeviceOutput:
 Output = FileOutput | DeviceOutput
 
 
+@dataclass
+class _Played:
+    """A sentence in the buffer: its words and when they are heard."""
+
+    text: str
+    start: float
+    duration: float
+
+    def heard_by(self, t: float) -> str:
+        """The words heard by `t` (a partly played sentence: its share of the words)."""
+        if t >= self.start + self.duration:
+            return self.text
+        if t <= self.start:
+            return ""
+        words = self.text.split()
+        return " ".join(words[:int(len(words) * (t - self.start) / self.duration)])
+
+
 class Playback(Processor):
     """Queues each sentence's audio; reports when each is heard and when the reply ends.
 
     `audio_out` events carry the time the sentence's first sample reaches the output; a
-    `BotSpeakingFrame` goes upstream when the reply's audio starts and when it has all played.
+    `BotSpeakingFrame` goes upstream when the reply's audio starts and when it has all played,
+    with a `HeardFrame` saying what was heard. Each sentence's level envelope goes upstream
+    too (the echo guard's reference) and, as `mouth` events every 20 ms, downstream — all on
+    the audio clock, like the blinks. An interruption empties the buffer at once: what was
+    heard up to then is reported, the rest never plays.
     """
 
-    def __init__(self, output: Output, pause_ms: int) -> None:
+    def __init__(self, output: Output, pause_ms: int, *, volume_db: float = 0.0, volume_step_db: float = 6.0) -> None:
         super().__init__()
         self.output = output
         self.pause_ms = pause_ms
+        self.volume_db = volume_db
+        self.volume_step_db = volume_step_db
         self._due: list[Frame] = []  # frames to push once the clock reaches their t
+        self._mouth: collections.deque[MouthFrame] = collections.deque()
+        self._blinks = Blinks()
         self._speaking_turn: int | None = None
         self._reply_done: set[int] = set()
         self._spoken: set[int] = set()  # turns that queued audio
+        self._sentences: dict[int, list[_Played]] = {}  # what each turn still in the buffer says, and when
         self._watch: asyncio.Task[None] | None = None
+
+    @property
+    def gain(self) -> float:
+        return 10 ** (self.volume_db / 20)
 
     async def start(self) -> None:
         await self.output.open(self.clock)
+        self.output.buffer.gain = self.gain
         self._watch = asyncio.create_task(self._watch_clock(), name="playback-watch")
 
     async def stop(self) -> None:
@@ -201,45 +249,82 @@ class Playback(Processor):
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         if isinstance(frame, SpeechAudioFrame):
-            self._queue_sentence(frame)
+            await self._queue_sentence(frame)
             return
         if isinstance(frame, ReplyDoneFrame):
             self._reply_done.add(frame.turn)
             if frame.turn not in self._spoken:  # nothing was said: the turn is over now
+                await self.push(HeardFrame(turn=frame.turn, text="", interrupted=frame.reason == "cancelled"),
+                                Direction.UP)
                 await self.push(TurnEndedFrame(turn=frame.turn), Direction.UP)
         elif isinstance(frame, InterruptionFrame):
-            self.output.buffer.discard()
-            self._due.clear()
-            if self._speaking_turn is not None:
-                await self.push(BotSpeakingFrame(turn=self._speaking_turn, speaking=False), Direction.UP)
-                await self.push(TurnEndedFrame(turn=self._speaking_turn), Direction.UP)
-                self._speaking_turn = None
+            await self._cut()
+        elif isinstance(frame, VolumeFrame):
+            self.volume_db = min(VOLUME_MAX_DB, max(VOLUME_MIN_DB, self.volume_db + frame.step * self.volume_step_db))
+            self.output.buffer.gain = self.gain
+            log.info("volume %+.0f dB", self.volume_db)
         elif isinstance(frame, EndFrame):
             while self.pending():  # let the last words play out
                 await asyncio.sleep(0.02)
         await self.push(frame, direction)
 
-    def _queue_sentence(self, frame: SpeechAudioFrame) -> None:
+    async def _cut(self) -> None:
+        """Stop now: drop what is queued, report what was heard of each reply in the buffer."""
+        self.output.buffer.discard()
+        now = self.clock.now()
+        self._due.clear()
+        self._mouth.clear()
+        for turn, played in self._sentences.items():
+            heard = " ".join(w for w in (p.heard_by(now) for p in played) if w)
+            cut = turn not in self._reply_done or any(p.start + p.duration > now for p in played)
+            await self.push(HeardFrame(turn=turn, text=heard, interrupted=cut), Direction.UP)
+            if turn != self._speaking_turn:  # an earlier reply whose end was still scheduled
+                await self.push(TurnEndedFrame(turn=turn), Direction.UP)
+        self._sentences.clear()
+        await self.push(PlaybackLevelsFrame(start=now, hop=HOP_S, rms=np.zeros(0, np.float32), cut=True),
+                        Direction.UP)
+        if self._speaking_turn is not None:
+            await self.push(MouthFrame(level=0.0))
+            await self.push(BotSpeakingFrame(turn=self._speaking_turn, speaking=False), Direction.UP)
+            await self.push(TurnEndedFrame(turn=self._speaking_turn), Direction.UP)
+            self._speaking_turn = None
+
+    async def _queue_sentence(self, frame: SpeechAudioFrame) -> None:
         rate = self.output.rate
         audio = fade_edges(resample(frame.audio, frame.rate, rate), rate)
-        pause = np.zeros(rate * self.pause_ms // 1000, np.float32)
+        sound = np.concatenate([audio, np.zeros(rate * self.pause_ms // 1000, np.float32)])
         self.output.catch_up(self.clock.now())
-        starts = self.output.buffer.queue(np.concatenate([audio, pause]))
+        starts = self.output.buffer.queue(sound)
         if self._speaking_turn != frame.turn:
             if self._speaking_turn is not None:  # the previous reply's audio ends where this one starts
-                self._due.append(BotSpeakingFrame(turn=self._speaking_turn, speaking=False, t=starts))
-                self._due.append(TurnEndedFrame(turn=self._speaking_turn, t=starts))
+                self._due += self._ended(self._speaking_turn, starts)
             self._speaking_turn = frame.turn
             self._spoken.add(frame.turn)
             self._due.append(BotSpeakingFrame(turn=frame.turn, speaking=True, t=starts))
         self._due.append(AudioOutFrame(turn=frame.turn, index=frame.index, duration=round(len(audio) / rate, 3),
                                        t=starts))
+        self._sentences.setdefault(frame.turn, []).append(_Played(frame.text, starts, len(audio) / rate))
+        self._mouth.extend(MouthFrame(level=round(float(level), 3), t=starts + k * HOP_S)
+                           for k, level in enumerate(mouth_levels(sound, rate)))
+        await self.push(PlaybackLevelsFrame(start=starts, hop=HOP_S, rms=rms_envelope(sound, rate) * self.gain),
+                        Direction.UP)
+
+    def _ended(self, turn: int, t: float) -> list[Frame]:
+        """The frames that say turn `turn` has been heard in full at `t`."""
+        played = self._sentences.pop(turn, [])
+        return [HeardFrame(turn=turn, text=" ".join(p.text for p in played), interrupted=False, t=t),
+                BotSpeakingFrame(turn=turn, speaking=False, t=t), TurnEndedFrame(turn=turn, t=t)]
 
     async def _watch_clock(self) -> None:
         """Push scheduled frames when their time comes; notice when a reply has played out."""
         while True:
             await asyncio.sleep(0.01)
             now = self.clock.now()
+            while self._mouth and self._mouth[0].t <= now:
+                await self.push(self._mouth.popleft())
+            blink = self._blinks.due(now)
+            if blink is not None:
+                await self.push(BlinkFrame(t=blink))
             while self._due and self._due[0].t <= now:
                 frame = self._due.pop(0)
                 await self.push(frame, Direction.DOWN if isinstance(frame, AudioOutFrame) else Direction.UP)
@@ -247,5 +332,5 @@ class Playback(Processor):
             ends = self.output.buffer.ends_at()
             if turn is not None and turn in self._reply_done and not self._due and now >= ends:
                 self._speaking_turn = None
-                await self.push(BotSpeakingFrame(turn=turn, speaking=False, t=ends), Direction.UP)
-                await self.push(TurnEndedFrame(turn=turn, t=ends), Direction.UP)
+                for frame in self._ended(turn, ends):
+                    await self.push(frame, Direction.UP)

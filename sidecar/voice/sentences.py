@@ -47,9 +47,10 @@ def main_script(text: str) -> str:
 
 
 def speakable(text: str, main: str = "") -> str:
-    """Text as a voice should say it: no markdown, tags or emoji, no letters from another
+    """Text as a voice should say it: no markdown, tags, [stage directions] or emoji, no letters from another
     script than `main` (default: the text's own), no letter runs too long to be words."""
     text = re.sub(r"<[^<>]{0,24}>", " ", text)  # tags, and special tokens such as "<s>"
+    text = re.sub(r"\[[^\[\]]{0,24}\]", " ", text)  # stage directions: "[laughs]", "[interrupted]"
     text = re.sub(r"[*_#`~|<>]", " ", text)
     text = "".join(ch for ch in text if unicodedata.category(ch) != "So")
     main = main or main_script(text)

@@ -15,6 +15,7 @@ from sidecar.config import VoiceConfig
 from sidecar.frames import (
     AudioFrame,
     Frame,
+    PlaybackLevelsFrame,
     PushToTalkFrame,
     SpeechStartedFrame,
     SpeechStoppedFrame,
@@ -22,6 +23,7 @@ from sidecar.frames import (
 )
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.audio import RATE
+from sidecar.voice.bargein import EchoGuard
 
 WINDOW = 512  # silero's window at 16 kHz: 32 ms
 WINDOW_S = WINDOW / RATE
@@ -125,6 +127,11 @@ class Segmenter:
             return [self._utterance(end, final=False)]
         return []
 
+    def trim_preroll(self, windows: int) -> None:
+        """Keep only the last `windows` of pre-roll (what came before was not the user's)."""
+        while len(self._preroll) > windows:
+            self._preroll.popleft()
+
     def push_to_talk(self, pressed: bool, t: float) -> list[Result]:
         if pressed and not self._speaking:
             self._begin(t, push_to_talk=True)
@@ -160,12 +167,21 @@ class Segmenter:
 
 
 class Endpointer(Processor):
-    """AudioFrames in; speech start/stop events and UtteranceFrames out (audio stops here)."""
+    """AudioFrames in; speech start/stop events and UtteranceFrames out (audio stops here).
 
-    def __init__(self, config: VoiceConfig, vad: SileroVad | None = None) -> None:
+    With an echo guard, Stella's own voice coming back through the microphone is not speech:
+    the guard learns what playback plays from the `PlaybackLevelsFrame`s flowing upstream.
+    Speech that starts over her voice keeps only the pre-roll the guard needed to be sure
+    (the rest is her echo, which whisper would transcribe), and once it has started it is
+    not gated any more: the user has the floor, and playback stops.
+    """
+
+    def __init__(self, config: VoiceConfig, vad: SileroVad | None = None, guard: EchoGuard | None = None) -> None:
         super().__init__()
         self.segmenter = Segmenter(config)
         self.vad = vad or SileroVad()
+        self.guard = guard
+        self._over_playback = False  # the current speech started while Stella was speaking
         self._buf = np.zeros(0, np.float32)
         self._buf_t = 0.0
 
@@ -183,7 +199,18 @@ class Endpointer(Processor):
             while len(self._buf) >= WINDOW:
                 window, self._buf = self._buf[:WINDOW], self._buf[WINDOW:]
                 t, self._buf_t = self._buf_t, self._buf_t + WINDOW_S
-                await self._emit(self.segmenter.feed(window, t, self.vad(window)))
+                probability = self.vad(window)
+                if self.guard is not None and not self._over_playback:
+                    probability = self.guard.gate(window, t, probability)
+                    if self.guard.active and probability >= self.segmenter.threshold and not self.segmenter.speaking:
+                        self.segmenter.trim_preroll(self.guard.windows + 1)
+                        self._over_playback = True
+                await self._emit(self.segmenter.feed(window, t, probability))
+                self._over_playback = self._over_playback and self.segmenter.speaking
+        elif isinstance(frame, PlaybackLevelsFrame):
+            if self.guard is not None:
+                self.guard.reference(frame)
+            await self.push(frame, direction)
         elif isinstance(frame, PushToTalkFrame):
             await self.push(frame, direction)
             await self._emit(self.segmenter.push_to_talk(frame.pressed, frame.t))

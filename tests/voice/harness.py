@@ -1,9 +1,10 @@
-"""Small processors for driving a pipeline in tests: a scripted source and a frame collector."""
+"""Driving a pipeline in tests: a scripted source, a frame collector, a scripted chat link."""
 
 from __future__ import annotations
 
 import asyncio
 
+from remote_api.client import Done, Token
 from sidecar.clock import Clock
 from sidecar.frames import Frame
 from sidecar.pipeline import Direction, Pipeline, Processor, Source
@@ -42,3 +43,38 @@ def run(script: list[Frame | float], processors: list[Processor], timeout: float
     sink = Collect()
     asyncio.run(asyncio.wait_for(Pipeline([Feed(script), *processors, sink], Clock()).run(), timeout))
     return sink.frames
+
+
+class ScriptedTurn:
+    """A reply that streams fixed text word by word, or as the given tokens (a ChatTurn
+    without a server)."""
+
+    def __init__(self, rid: str, text: str | list[str], delay_s: float = 0.01) -> None:
+        self.rid = rid
+        self.text = text
+        self.delay_s = delay_s
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+    async def __aiter__(self):
+        pieces = self.text if isinstance(self.text, list) else [w + " " for w in self.text.split()]
+        for i, piece in enumerate(pieces):
+            if self.cancelled:
+                break
+            await asyncio.sleep(self.delay_s)
+            yield Token(self.rid, i, piece)
+        yield Done(self.rid, "cancelled" if self.cancelled else "stop", len(pieces), {})
+
+
+class ScriptedLink:
+    """A ChatLink answering with `replies` in turn, keeping the messages of each request."""
+
+    def __init__(self, replies: list[str | list[str]]) -> None:
+        self.replies = replies
+        self.requests: list[list[dict[str, str]]] = []
+
+    def chat(self, messages, *, max_tokens, temperature, stop) -> ScriptedTurn:
+        self.requests.append(messages)
+        return ScriptedTurn(f"r{len(self.requests)}", self.replies[(len(self.requests) - 1) % len(self.replies)])

@@ -1,0 +1,237 @@
+"""Requests handled on the spot, without asking the model: stop, volume, outfits.
+
+`Intents.parse` maps what the user said to an intent, or None for anything to be answered:
+
+* stop — the whole utterance is a stop phrase ("Stop.", "Be quiet, Stella", "That's enough");
+  inside a longer sentence ("don't stop the music") it is conversation, not a command;
+* volume — short requests ("louder", "turn it down", "volume up");
+* outfit — a dressing verb ("wear", "put on", "change into", "switch to", ...) followed by
+  words that name exactly one catalogue outfit. Its words come from the atlas manifest (id and
+  display name), the last word of the name counting double ("the red hoodie" is the hoodie);
+  one typo is forgiven ("pajamas"). "Wear something nice", "wear the bikini", "don't wear the
+  red dress" and "should I wear my hoodie?" change nothing.
+
+The model may change outfits too, but only by writing `[outfit: ID]` with a catalogue id
+(the system line lists them); `OutfitTags` takes such tags out of the reply as it streams —
+even split across tokens — and passes on catalogue ids only, logging the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from atlas.manifest import DEFAULT_DIR, Manifest
+from sidecar.frames import Frame, InterruptionFrame, OutfitFrame, ReplyDoneFrame, TokenFrame
+from sidecar.pipeline import Direction, Processor
+from sidecar.voice.wake import edit_distance
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Outfit:
+    id: str
+    name: str
+
+
+def load_catalogue(atlas_dir: str = "") -> tuple[Outfit, ...]:
+    """The outfits of the atlas in `atlas_dir` ("" = the bundled default atlas)."""
+    manifest = Manifest.load(Path(atlas_dir) if atlas_dir else DEFAULT_DIR)
+    return tuple(Outfit(o.id, o.name) for o in manifest.outfits)
+
+
+@dataclass(frozen=True)
+class Stop:
+    pass
+
+
+@dataclass(frozen=True)
+class Volume:
+    step: int  # +1 louder, -1 softer
+
+
+@dataclass(frozen=True)
+class Wear:
+    outfit: str
+
+
+Intent = Stop | Volume | Wear
+
+# Words that carry no request ("please stop", "okay, be quiet now").
+_FILLER = {"please", "ok", "okay", "now", "hey", "just", "oh", "alright", "right", "um", "uh", "so", "and",
+           "can", "you", "could", "would", "will", "a", "bit", "little", "lot", "the", "it"}
+_STOP = {"stop", "stop talking", "stop speaking", "be quiet", "quiet", "shut up", "hush", "shh", "shush",
+         "silence", "enough", "that's enough", "that is enough", "stop stop", "cancel", "never mind",
+         "nevermind", "be silent", "quiet down", "stop that"}
+_LOUDER = {"louder", "speak up", "volume up", "turn up", "turn volume up", "turn up volume", "turn sound up",
+           "turn up sound", "increase volume", "raise volume", "more volume", "speak louder", "talk louder",
+           "be louder"}
+_SOFTER = {"quieter", "softer", "volume down", "turn down", "turn volume down", "turn down volume",
+           "turn sound down", "turn down sound", "decrease volume", "lower volume", "less volume",
+           "speak softer", "speak quieter", "talk quieter", "talk softer", "not loud", "lower your voice",
+           "be quieter", "be softer"}
+_WEAR = re.compile(
+    r"\b(?:wear(?:ing)?|put on|puts on|change into|change to|changing into|switch to|switch into|switch over to|"
+    r"dress(?:ed)? (?:up )?in|get into|get in|getting into|slip into|try on|go with|see you in|be in|"
+    r"change your (?:outfit|clothes) to|put (?:the |your )?(?P<object>[a-z' ]+?) on\b)\s*(?P<rest>.*)")
+_NEGATED = re.compile(r"\b(?:don't|do not|dont|never|not|stop)\s+(?:\w+\s+){0,2}$")
+# "should I wear my hoodie?" is about the user's clothes
+_USERS_OWN = re.compile(r"\bmy\b")
+_USER_SUBJECT = re.compile(r"\b(?:i|i'll|we)\s+(?:\w+\s+)?$")
+_GENERIC = {"the", "your", "a", "an", "that", "this", "outfit", "clothes", "one", "please", "on", "again", "now",
+            "today", "for", "me", "us", "instead", "of", "little", "stella"}
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9']+", text.lower())
+
+
+class Intents:
+    """The intent parser for one catalogue (and the character's name, dropped as a vocative)."""
+
+    def __init__(self, outfits: Sequence[Outfit], name: str = "") -> None:
+        self.outfits = tuple(outfits)
+        self.name = name.lower()
+        # each outfit's words and their weights: the head noun (last word of the name) counts double
+        self._keywords: dict[str, dict[str, int]] = {}
+        for o in self.outfits:
+            name_words = words(o.name.replace("_", " "))
+            weights = {w: 1 for w in words(o.id.replace("_", " ")) + name_words if w not in _GENERIC}
+            if name_words:
+                weights[name_words[-1]] = 2
+            if len(name_words) > 1:  # "spacesuit"
+                weights["".join(name_words)] = len(name_words) + 1
+            self._keywords[o.id] = weights
+
+    def parse(self, text: str) -> Intent | None:
+        said = [w for w in words(text) if w != self.name]
+        core = " ".join(w for w in said if w not in _FILLER)
+        if core in _STOP or " ".join(said) in _STOP:
+            return Stop()
+        if core in _LOUDER:
+            return Volume(+1)
+        if core in _SOFTER:
+            return Volume(-1)
+        return self._outfit(" ".join(said))
+
+    def _outfit(self, text: str) -> Wear | None:
+        m = _WEAR.search(text)
+        if m is None or _NEGATED.search(text[:m.start()]) or _USER_SUBJECT.search(text[:m.start()]):
+            return None
+        obj = m.group("object") or m.group("rest")
+        if _USERS_OWN.search(obj):
+            return None
+        found = self.resolve(obj)
+        if found is None:
+            log.info("outfit request %r names no single outfit of the catalogue", text)
+            return None
+        return Wear(found)
+
+    def resolve(self, phrase: str) -> str | None:
+        """The one outfit `phrase` names, or None (no outfit, or a tie)."""
+        said = [w for w in words(phrase) if w not in _GENERIC]
+        scores = {oid: sum(weight for key, weight in keys.items() if any(_same(key, w) for w in said))
+                  for oid, keys in self._keywords.items()}
+        best = max(scores.values(), default=0)
+        winners = [oid for oid, score in scores.items() if score == best]
+        return winners[0] if best > 0 and len(winners) == 1 else None
+
+
+def _same(key: str, word: str) -> bool:
+    return key == word or (len(key) >= 5 and edit_distance(key, word) <= 1) or key == word.rstrip("s")
+
+
+# --- tags in the model's replies ----------------------------------------------------------
+
+OUTFIT_TAG = re.compile(r"\[\s*outfit\s*[:=]\s*([^\]\s]*)\s*\]", re.IGNORECASE)
+_TAG_PREFIX = re.compile(r"\[\s*(?:o(?:u(?:t(?:f(?:i(?:t(?:\s*[:=]?[^\]]*)?)?)?)?)?)?)?$", re.IGNORECASE)
+MAX_TAG = 48
+
+
+def strip_tags(text: str) -> str:
+    """`text` without [outfit: ...] tags (what is said aloud and kept in the history)."""
+    return " ".join(OUTFIT_TAG.sub(" ", text).split()) if OUTFIT_TAG.search(text) else text
+
+
+def tag_instruction(outfits: Sequence[Outfit]) -> str:
+    """The system line's sentence that offers the outfit tag, with the ids it may use."""
+    return ("To change your outfit, write [outfit: ID] with ID one of: "
+            + ", ".join(o.id for o in outfits) + ".")
+
+
+class TagFilter:
+    """One reply's text in pieces; the text without outfit tags, and the tags' ids, out."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, text: str) -> tuple[str, list[str]]:
+        out, ids = [], []
+        buf = self._held + text
+        self._held = ""
+        while buf:
+            start = buf.find("[")
+            if start < 0:
+                out.append(buf)
+                break
+            out.append(buf[:start])
+            buf = buf[start:]
+            end = buf.find("]")
+            if end < 0:
+                if _TAG_PREFIX.match(buf) and len(buf) <= MAX_TAG:
+                    self._held = buf  # may be the start of a tag: wait for more
+                else:
+                    out.append(buf)
+                break
+            tag = OUTFIT_TAG.fullmatch(buf[:end + 1])
+            if tag:
+                ids.append(tag.group(1))
+            else:
+                out.append(buf[:end + 1])
+            buf = buf[end + 1:]
+        return "".join(out), ids
+
+    def flush(self) -> str:
+        """The end of the reply: an unfinished tag is dropped, anything else kept."""
+        held, self._held = self._held, ""
+        return "" if _TAG_PREFIX.match(held) and held.lower().lstrip("[ ").startswith("outfit") else held
+
+
+class OutfitTags(Processor):
+    """Between the reply and the sentences: strips outfit tags, passes on catalogue ones."""
+
+    def __init__(self, outfits: Sequence[Outfit]) -> None:
+        super().__init__()
+        self.ids = {o.id for o in outfits}
+        self._filter = TagFilter()
+        self._turn = 0
+
+    async def process(self, frame: Frame, direction: Direction) -> None:
+        if isinstance(frame, TokenFrame) and direction is Direction.DOWN:
+            if frame.turn != self._turn:
+                self._turn, self._filter = frame.turn, TagFilter()
+            text, ids = self._filter.feed(frame.text)
+            for outfit in ids:
+                await self._wear(outfit)
+            if text:  # the same frame, so the log keeps one line per token (as the model wrote it)
+                frame.text = text
+                await self.push(frame, direction)
+            return
+        if isinstance(frame, ReplyDoneFrame) and frame.turn == self._turn:
+            rest = self._filter.flush()
+            if rest:
+                await self.push(TokenFrame(turn=frame.turn, index=-1, text=rest))
+        elif isinstance(frame, InterruptionFrame):
+            self._filter = TagFilter()
+        await self.push(frame, direction)
+
+    async def _wear(self, outfit: str) -> None:
+        if outfit in self.ids:
+            await self.push(OutfitFrame(id=outfit, source="assistant"))
+        else:
+            log.warning("the reply asked for outfit %r, which is not in the catalogue (%s): ignored", outfit,
+                        ", ".join(sorted(self.ids)))

@@ -1,0 +1,122 @@
+"""Barge-in: the user speaking over Stella stops her, and Stella's own voice does not.
+
+Two parts:
+
+* `EchoGuard` (inside the endpointer) keeps Stella's voice, heard back through the
+  microphone, from counting as speech. Playback sends the level of everything it will play
+  (`PlaybackLevelsFrame`, volume included) ahead of time; for each 32 ms VAD window the guard
+  takes the loudest reference level within the possible speaker→microphone delay
+  (`echo_delay_ms`) and compares the microphone's energy with it. Echo can never be louder
+  than that loudest level times the room's coupling; the coupling is learnt as a high
+  percentile of the ratios seen while Stella speaks (starting from `echo_coupling_db`). A
+  window is the user only if the VAD hears speech *and* it is `echo_margin_db` above the
+  echo that coupling allows, for `barge_in_windows` windows in a row; otherwise the VAD's
+  probability is replaced by 0, so echo never starts an utterance. The first windows of a
+  real onset stay in the pre-roll, so no syllable is lost. The limit: a user quieter at the
+  microphone than Stella's echo plus the margin is not heard while she speaks (measured in
+  tests/bench/bargein_echo.py).
+* `BargeIn` (after the endpointer) knows when Stella is speaking (`BotSpeakingFrame`,
+  upstream). Speech starting then interrupts her: an `InterruptionFrame(reason="barge_in")`
+  goes downstream (playback stops, the reply is cancelled upstream), and the utterance is
+  marked `barge_in` — speech that cut Stella off is addressed to her, no wake word needed.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+
+import numpy as np
+
+from sidecar.frames import (
+    BotSpeakingFrame,
+    Frame,
+    InterruptionFrame,
+    PlaybackLevelsFrame,
+    SpeechStartedFrame,
+    UtteranceFrame,
+)
+from sidecar.pipeline import Direction, Processor
+from sidecar.voice.audio import RATE
+
+log = logging.getLogger(__name__)
+
+REFERENCE_FLOOR = 1e-6  # mean-square below this (-60 dBFS) plays as silence: nothing to echo
+MIN_HISTORY = 16  # windows of Stella's speech needed before the learnt coupling replaces the prior
+COUPLING_PERCENTILE = 95
+
+
+class EchoGuard:
+    def __init__(self, *, threshold: float, margin_db: float, max_delay_s: float, prior_coupling_db: float,
+                 windows: int, hop_s: float = 0.02, history: int = 400) -> None:
+        self.threshold = threshold
+        self.margin_db = margin_db
+        self.max_delay_s = max_delay_s
+        self.prior_db = prior_coupling_db
+        self.windows = windows
+        self.hop_s = hop_s
+        self._energy: dict[int, float] = {}  # hop index on the timeline -> mean square played then
+        self._ratios: collections.deque[float] = collections.deque(maxlen=history)
+        self._run = 0  # consecutive windows that were the user's voice
+        self.active = False  # the last window could have had Stella's echo in it
+
+    def reference(self, frame: PlaybackLevelsFrame) -> None:
+        first = self._hop(frame.start)
+        for k in [k for k in self._energy if k >= first or k < first - 500]:  # replaced, or 10 s past
+            if frame.cut or k < first:
+                del self._energy[k]
+        for k, rms in enumerate(frame.rms):
+            self._energy[first + k] = float(rms) ** 2
+
+    @property
+    def coupling_db(self) -> float:
+        """How loud Stella's echo can be, relative to what is played (dB)."""
+        if len(self._ratios) < MIN_HISTORY:
+            return self.prior_db
+        return float(np.percentile(self._ratios, COUPLING_PERCENTILE))
+
+    def gate(self, window: np.ndarray, t: float, probability: float) -> float:
+        """The VAD probability of the window at `t`, or 0 if it is only Stella's echo."""
+        reference = self._echo_reference(t, len(window) / RATE)
+        self.active = reference >= REFERENCE_FLOOR
+        if not self.active:
+            self._run = 0
+            return probability
+        energy = float(np.mean(np.square(window, dtype=np.float64))) + 1e-12
+        ratio_db = 10 * np.log10(energy / reference)
+        user = probability >= self.threshold and ratio_db > self.coupling_db + self.margin_db
+        self._ratios.append(ratio_db)
+        self._run = self._run + 1 if user else 0
+        return probability if self._run >= self.windows else 0.0
+
+    def _echo_reference(self, t: float, duration: float) -> float:
+        """The loudest level played between `max_delay_s` before the window and its end."""
+        first, last = self._hop(t - self.max_delay_s) - 1, self._hop(t + duration) + 1
+        return max((self._energy.get(k, 0.0) for k in range(first, last + 1)), default=0.0)
+
+    def _hop(self, t: float) -> int:
+        return int(np.floor(t / self.hop_s))
+
+
+class BargeIn(Processor):
+    def __init__(self) -> None:
+        super().__init__()
+        self._speaking_since: float | None = None
+        self._onset: float | None = None  # the speech that interrupted, until its utterance is final
+
+    async def process(self, frame: Frame, direction: Direction) -> None:
+        if isinstance(frame, BotSpeakingFrame):
+            self._speaking_since = frame.t if frame.speaking else None
+        elif isinstance(frame, SpeechStartedFrame) and self._speaking_since is not None \
+                and frame.t >= self._speaking_since:
+            await self.push(frame, direction)
+            self._onset = frame.t
+            self._speaking_since = None
+            log.info("barge-in: the user spoke at %.2f s", frame.t)
+            await self.push(InterruptionFrame(reason="barge_in"))
+            return
+        elif isinstance(frame, UtteranceFrame) and self._onset is not None and frame.start <= self._onset:
+            frame.barge_in = True
+            if frame.final:
+                self._onset = None
+        await self.push(frame, direction)

@@ -1,0 +1,190 @@
+"""Barge-in end to end: the user talks over a reply, in a headless run against the real gateway
+and llama-server, with Stella's own voice echoed back into the microphone.
+
+One session, several checks: playback stops within 150 ms of the user's first sound (out.wav
+and in.wav share a timeline), the server's slot is free within a second, the interrupting
+question is answered, the next request's history holds only what was heard (marked), and the
+mouth levels follow the audio actually played.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from dataclasses import dataclass
+
+import httpx
+import numpy as np
+import pytest
+
+from sidecar.config import AppConfig, ChatConfig
+from sidecar.conversation import INTERRUPTED, Conversation
+from sidecar.frames import AudioOutFrame, EndFrame, InterruptionFrame
+from sidecar.headless import Options, run, with_wake
+from sidecar.voice.audio import RATE
+
+from .speech import concat, heard_fraction, load, save, silence, words
+from .test_headless import first, read_events
+
+pytestmark = pytest.mark.llama
+
+STORY = "Tell me a long story about a dragon who loves tea."
+QUESTION = "What is the capital of France?"
+ECHO = (50.0, -12.0)  # speaker -> microphone: 50 ms, 12 dB down
+
+
+class RecordingConversation(Conversation):
+    """The real conversation, keeping the messages of every request it built."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.requests: list[list[dict[str, str]]] = []
+
+    def messages(self, user_text: str) -> list[dict[str, str]]:
+        self.requests.append(super().messages(user_text))
+        return self.requests[-1]
+
+
+class SlotWatch:
+    """Polls llama-server's /slots every 20 ms in a thread: (monotonic time, any slot busy)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.samples: list[tuple[float, bool]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def __enter__(self) -> SlotWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _poll(self) -> None:
+        with httpx.Client(timeout=2) as http:
+            while not self._stop.is_set():
+                asked = time.monotonic()
+                slots = http.get(self.url + "/slots").json()
+                # the answer describes the slots at some moment between question and answer
+                self.samples.append(((asked + time.monotonic()) / 2, any(s["is_processing"] for s in slots)))
+                time.sleep(0.02)
+
+
+@dataclass
+class Session:
+    events: list[dict]
+    mic: np.ndarray  # in.wav (without the echo)
+    out: np.ndarray
+    onset: float  # the interrupting question's first sound in in.wav
+    interrupted_at: float  # monotonic time of the barge-in decision
+    slots: list[tuple[float, bool]]
+    requests: list[list[dict[str, str]]]
+
+
+@pytest.fixture(scope="module")
+def session(gateway, llama_server, engines, piper, tmp_path_factory) -> Session:
+    """Hey Jarvis, a story please; in the middle of Stella's first long sentence the user asks
+    something else (no wake word); once that answer is heard, the user stops it."""
+    tmp = tmp_path_factory.mktemp("bargein")
+    save(tmp / "in.wav", concat(silence(0.5), piper("Hey Jarvis."), silence(0.2), piper(STORY), silence(1.0)))
+    cut_in = piper(QUESTION)
+    config = with_wake(AppConfig(server_url=gateway.url, chat=ChatConfig(max_tokens=400, stop=[], temperature=0.8)),
+                       "hey_jarvis")
+    conversation = RecordingConversation(config.persona, config.chat)
+    options = Options(audio_in=tmp / "in.wav", audio_out=tmp / "out.wav", events=tmp / "events.jsonl", echo=ECHO)
+    marks: dict[str, float] = {}
+    mic: list[np.ndarray] = []
+
+    def observe(processor, frame, direction) -> None:
+        source = processor.pipeline.processors[0]
+        if isinstance(frame, AudioOutFrame) and frame.turn == 1 and frame.duration >= 1.0 and "onset" not in marks:
+            marks["onset"] = frame.t + 0.5  # in the middle of a sentence
+            source.insert(cut_in, marks["onset"])
+        elif isinstance(frame, InterruptionFrame) and frame.reason == "barge_in":
+            marks.setdefault("barge_in", time.monotonic())
+        elif isinstance(frame, AudioOutFrame) and frame.turn == 2 and "stop" not in marks:
+            # the answer has been heard: the user stops it there, so the session ends soon
+            marks["stop"] = time.monotonic()
+            asyncio.get_running_loop().call_later(
+                1.5, lambda: asyncio.ensure_future(processor.pipeline.queue(InterruptionFrame(reason="stop"))))
+        elif isinstance(frame, EndFrame) and not mic:
+            mic.append(source.audio)
+
+    with SlotWatch(llama_server.url) as slots:
+        asyncio.run(asyncio.wait_for(run(config, options, engines=engines, conversation=conversation,
+                                         observers=[observe]), 180))
+    assert "barge_in" in marks, "the user's speech over the reply did not interrupt it"
+    save(tmp / "in.wav", mic[0])  # as the microphone heard it (without the echo): out.wav's timeline
+    return Session(read_events(options.events), mic[0], load(options.audio_out), marks["onset"],
+                   marks["barge_in"], slots.samples, conversation.requests)
+
+
+def last_sound(out: np.ndarray, start: float, end: float) -> float:
+    """The end of the last 5 ms of out.wav with sound in it between `start` and `end`."""
+    block = RATE // 200
+    part = out[int(start * RATE):int(end * RATE)]
+    level = np.sqrt(np.mean(part[:len(part) // block * block].reshape(-1, block) ** 2, axis=1))
+    loud = np.flatnonzero(level > 0.003)
+    return start + (loud[-1] + 1) * 0.005 if len(loud) else start
+
+
+def test_talking_over_the_reply_stops_playback_within_150_ms(session):
+    onset = round(session.onset * RATE)
+    before = session.out[onset - int(0.3 * RATE):onset]  # a pause between words is shorter than that
+    assert np.max(np.abs(before)) > 0.05, "Stella must be speaking when the user cuts in"
+    answer = [e["t"] for e in session.events if e["type"] == "audio_out" and e["turn"] == 2]
+    stop = last_sound(session.out, session.onset - 0.3, answer[0] if answer else len(session.out) / RATE)
+    assert stop - session.onset <= 0.150, f"playback went on {1000 * (stop - session.onset):.0f} ms after the onset"
+    assert first(session.events, "interruption", reason="barge_in")["t"] >= session.onset, "not before the user spoke"
+
+
+def test_the_cancelled_reply_frees_the_llama_server_slot_within_a_second(session):
+    if first(session.events, "reply_done", turn=1)["reason"] != "cancelled":
+        pytest.skip("the model ended its reply before the user cut in: there was no generation to cancel")
+    before = [busy for t, busy in session.slots if t <= session.interrupted_at]
+    assert before and before[-1], "the slot must have been busy with the reply"
+    freed = next(t for t, busy in session.slots if t > session.interrupted_at and not busy)
+    assert freed - session.interrupted_at < 1.0, freed - session.interrupted_at
+
+
+def test_the_interrupting_question_is_transcribed_and_answered(session):
+    turn = first(session.events, "user_turn", turn=2)
+    assert heard_fraction("what is the capital of France", turn["text"]) >= 0.8, turn
+    assert first(session.events, "request_sent", turn=2)["t"] >= turn["t"]
+    assert first(session.events, "reply_done", turn=2)["text"].strip(), "the question got an answer"
+
+
+def test_the_next_request_holds_only_what_was_heard_marked_interrupted(session):
+    assert len(session.requests) == 2
+    last_reply = session.requests[1][-2]
+    assert last_reply["role"] == "assistant" and last_reply["content"].endswith(INTERRUPTED), last_reply
+    heard = words(last_reply["content"].removesuffix(INTERRUPTED))
+    spoken = words(" ".join(e["text"] for e in session.events if e["type"] == "sentence" and e["turn"] == 1))
+    assert heard and heard == spoken[:len(heard)], "the history must be the start of the spoken reply"
+    assert len(heard) < len(spoken), "words never played must not be in the history"
+    assert first(session.events, "heard", turn=1)["interrupted"]
+
+
+def test_mouth_levels_follow_the_played_audio(session):
+    mouth = [(e["t"], e["level"]) for e in session.events if e["type"] == "mouth"]
+    assert len(mouth) > 50, "a second of speech at least"
+    step = 0.005
+    end = max(t for t, _ in mouth)
+    grid = np.arange(0.0, end, step)
+    level = np.zeros(len(grid))
+    for t, value in mouth:  # each level holds for its 20 ms
+        level[int(round(t / step)):int(round((t + 0.02) / step))] = value
+    window = int(0.02 * RATE)
+    envelope = np.array([np.sqrt(np.mean(session.out[int(g * RATE):int(g * RATE) + window] ** 2)) for g in grid])
+    speaking = grid >= mouth[0][0]
+    r = np.corrcoef(level[speaking], envelope[speaking])[0, 1]
+    assert r > 0.8, f"mouth levels vs out.wav RMS: Pearson r = {r:.2f}"
+    lags = range(-20, 21)  # +-100 ms
+    best = max(lags, key=lambda k: np.corrcoef(np.roll(level, k)[speaking], envelope[speaking])[0, 1])
+    assert abs(best * step) <= 0.040, f"mouth levels are {best * step * 1000:.0f} ms off the audio"
+    blinks = [e["t"] for e in session.events if e["type"] == "blink"]
+    assert blinks and blinks[0] <= 6.0, "the idle animation blinks every few seconds"
+    assert all(2.0 <= b - a <= 6.05 for a, b in zip(blinks, blinks[1:], strict=False)), blinks

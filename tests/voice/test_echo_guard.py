@@ -1,0 +1,52 @@
+"""The echo guard: Stella's own voice, heard back through the microphone, never interrupts her;
+the user talking over her does. Simulated speaker -> microphone path (50 ms, 12 dB down),
+scripted replies spoken by the real voice, real VAD."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sidecar.config import AppConfig
+from sidecar.frames import PlaybackLevelsFrame
+from sidecar.voice.bargein import EchoGuard
+
+from .simulate import simulate
+
+
+def test_over_twenty_replies_only_the_user_interrupts(engines, piper, tmp_path):
+    outcome = simulate(AppConfig(), engines, piper, tmp_path, replies=24, talk_every=6, echo=(50.0, -12.0))
+    assert outcome.replies >= 24, "20 replies heard in full, 4 talked over (then answered)"
+    assert len(outcome.onsets) == 4
+    assert outcome.false == [], f"Stella's own voice interrupted her at {outcome.false}"
+    assert outcome.missed == [], f"the user talked over Stella at {outcome.missed} and was not heard"
+
+
+def guard() -> EchoGuard:
+    return EchoGuard(threshold=0.5, margin_db=6.0, max_delay_s=0.2, prior_coupling_db=0.0, windows=2)
+
+
+def test_a_loud_window_over_silence_is_speech_but_over_playback_only_if_above_the_echo():
+    g, window = guard(), np.full(512, 0.1, np.float32)  # mean square 0.01 (-20 dB)
+    assert g.gate(window, 1.0, 0.9) == 0.9, "nothing playing: the VAD decides alone"
+    g.reference(PlaybackLevelsFrame(start=2.0, hop=0.02, rms=np.full(100, 0.3, np.float32)))  # -10 dB for 2 s
+    assert [g.gate(window, 2.0 + 0.032 * k, 0.9) for k in range(4)] == [0.0] * 4, "as loud as an echo can be"
+    loud = np.full(512, 0.7, np.float32)  # +7 dB over what plays
+    assert [g.gate(loud, 2.2 + 0.032 * k, 0.9) for k in range(3)] == [0.0, 0.9, 0.9], "two windows in a row"
+    g.reference(PlaybackLevelsFrame(start=2.5, hop=0.02, rms=np.zeros(0, np.float32), cut=True))
+    assert g.gate(window, 2.75, 0.9) == 0.9, "once playback is cut (and its echo delay past), the guard is off"
+
+
+@pytest.mark.parametrize("ratio_db, expected", [(-20.0, 0.0), (10.0, 0.9)])
+def test_the_coupling_is_learnt_from_stella_speaking(ratio_db, expected):
+    """After a second of echo at -20 dB, speech 10 dB above the playback level gets through."""
+    g = guard()
+    rms = np.full(200, 0.1, np.float32)
+    g.reference(PlaybackLevelsFrame(start=0.0, hop=0.02, rms=rms))
+    echo = np.full(512, 0.01, np.float32)  # -20 dB under what plays
+    for k in range(40):
+        g.gate(echo, 0.032 * k, 0.9)
+    assert g.coupling_db == pytest.approx(-20, abs=0.5)
+    window = np.full(512, 0.1 * 10 ** (ratio_db / 20), np.float32)
+    got = [g.gate(window, 1.5 + 0.032 * k, 0.9) for k in range(2)]
+    assert got[-1] == expected
