@@ -18,6 +18,7 @@ from sidecar.engine.link import LinkKeeper
 from sidecar.engine.presence import Presence
 from sidecar.engine.settings import wake_label
 from sidecar.frames import EndFrame
+from sidecar.intents import Intents, OutfitTags
 from sidecar.loop import Engines, build
 from sidecar.models.errors import ModelError
 from sidecar.pipeline import Observer, Pipeline, Source, VoiceError
@@ -124,10 +125,12 @@ class Sessions:
             output = DeviceOutput(voice.output_device, voice.output_rate, voice.block_ms)
             self.presence.spoken = True
             return build(self.config, self.engines, source, output, link, Clock(), self.observers(),
-                         self.conversation)
+                         self.conversation, self.conversation.outfits)
         self.presence.spoken = False
-        processors = [IdleSource(), TurnTaker(voice.wake_phrase, voice.wake_window_s),
-                      Reply(link, self.conversation, self.config.chat)]
+        outfits = self.conversation.outfits
+        processors = [IdleSource(), TurnTaker(voice.wake_phrase, voice.wake_window_s,
+                                              intents=Intents(outfits, self.config.persona.name)),
+                      Reply(link, self.conversation, self.config.chat), OutfitTags(outfits)]
         return Pipeline(processors, Clock(), self.observers())
 
     def _load_engines(self) -> None:

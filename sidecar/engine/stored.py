@@ -26,13 +26,15 @@ class StoreHistory:
             if turn.role == "user":
                 user = turn.text
             elif turn.role == "assistant" and user is not None:
-                exchanges.append(Exchange(user, turn.as_heard))
+                exchanges.append(Exchange(user, turn.as_heard, turn.interrupted))
                 user = None
         return exchanges[-limit:] if limit > 0 else []
 
     def append(self, exchange: Exchange) -> None:
         self.store.append_turn("user", exchange.user)
-        self.store.append_turn("assistant", exchange.assistant)
+        # an interrupted reply is kept as far as it was heard, and marked so
+        self.store.append_turn("assistant", exchange.assistant,
+                               heard_text=exchange.assistant if exchange.interrupted else None)
 
 
 @dataclass(frozen=True)

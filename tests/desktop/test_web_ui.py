@@ -85,6 +85,21 @@ def test_a_typed_message_streams_the_reply_into_the_transcript(page, engine: Eng
     assert page.locator("#message").input_value() == ""
 
 
+def test_a_typed_outfit_request_is_worn_at_once_without_asking_the_model(page, engine: Engine, assets: str) -> None:
+    open_ui(page, engine, assets)
+    assert page.get_attribute('.outfit[aria-pressed="true"]', "data-outfit") != "red_dress"
+    page.fill("#message", "Could you wear the red dress?")
+    page.press("#message", "Enter")
+
+    page.wait_for_selector('.outfit[data-outfit="red_dress"][aria-pressed="true"]', timeout=10_000)
+    assert page.evaluate("document.body.dataset.outfit") == "red_dress"
+    page.fill("#message", "Put on the bikini")  # not in the catalogue: goes to the model, changes nothing
+    page.press("#message", "Enter")
+    page.wait_for_selector(".bubble.assistant:not(.partial)", timeout=60_000)
+    assert page.get_attribute('.outfit[aria-pressed="true"]', "data-outfit") == "red_dress"
+    assert page.locator(".bubble.assistant").count() == 1, "the outfit request went to the model"
+
+
 def test_pairing_then_link_status_follows_the_network_websocket_longpoll_offline_and_back(
         page, gateway: Gateway, engine_env: dict[str, str], tmp_path: Path, assets: str) -> None:
     env = {**engine_env, "STELLA_CHAT__REPLY_TIMEOUT_S": "5"}
