@@ -106,6 +106,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             llama = LlamaServer(
                 ll.binary or default_binary(), ll.model or _default_model(), host=ll.host, port=ll.port,
                 threads=ll.threads, ctx=ll.ctx, parallel=ll.parallel, chat_template=ll.chat_template,
+                nice=ll.nice,
             )
             llama.start()
             urls = [llama.url]

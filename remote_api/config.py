@@ -175,6 +175,9 @@ class LlamaSection:
     # "USER: … ASSISTANT: …" transcript (llama.cpp's built-in vicuna template) keeps its replies
     # short and on topic, where the gemma turn markers make it echo the prompt.
     chat_template: str = "vicuna"
+    # CPU priority (nice) of the local llama-server: it shares the machine with listening and
+    # playback, which must never wait behind a generation (barge-in has 150 ms).
+    nice: int = 5
 
 
 @dataclass

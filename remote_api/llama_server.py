@@ -48,6 +48,7 @@ class LlamaServer:
         chat_template: str = "vicuna",
         log_path: Path | None = None,
         extra_args: tuple[str, ...] = (),
+        nice: int = 5,
     ) -> None:
         self.binary = Path(binary)
         self.model = Path(model)
@@ -59,6 +60,7 @@ class LlamaServer:
         self.chat_template = chat_template
         self.log_path = log_path
         self.extra_args = extra_args
+        self.nice = nice  # lower CPU priority than the voice loop sharing the machine
         self.process: subprocess.Popen[bytes] | None = None
         self.restarts = 0
         self._stopped = False
@@ -73,6 +75,11 @@ class LlamaServer:
             "--no-jinja", "--chat-template", self.chat_template, "-np", str(self.parallel), "-c", str(self.ctx),
             "-t", str(self.threads), "--metrics", *self.extra_args,
         ]
+
+    def _child_setup(self) -> None:
+        die_with_parent()
+        if self.nice:
+            os.nice(self.nice)
 
     def start(self, timeout: float = 60.0) -> None:
         """Spawn the server and return once GET /health answers 200."""
@@ -92,7 +99,7 @@ class LlamaServer:
         log.info("starting llama-server on %s with %s", self.url, self.model.name)
         self.process = subprocess.Popen(
             self.command(), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            preexec_fn=die_with_parent,
+            preexec_fn=self._child_setup,
         )
         if out is not subprocess.DEVNULL:
             out.close()

@@ -46,9 +46,10 @@ class VoiceConfig:
     wake_phrase: str = "hey stella"
     wake_threshold: float = 0.5
     wake_window_s: float = 8.0  # after a bare wake word, how long the next utterance is addressed
-    # ASR: pywhispercpp with a provisioned ggml model. 0 threads = one core less than the
-    # machine has (1-4): measured on a busy 2-core machine, 1 thread transcribed a question in
-    # 0.8 s where 2 threads, fighting the other work for the cores, took 2.2 s.
+    # ASR: pywhispercpp with a provisioned ggml model. 0 threads = every core (at most 4): when
+    # the user has just stopped speaking nothing else needs them (measured on an idle 2-core
+    # machine, whisper from the pause: 2 threads 0.57 s, 1 thread 0.96 s; only when other
+    # programs keep the cores busy is one thread the steadier).
     asr_model: str = "whisper-tiny.en"
     asr_threads: int = 0
     # TTS: piper with a provisioned voice; espeak-ng is the fallback (or the choice).
@@ -56,7 +57,7 @@ class VoiceConfig:
     piper_voice: str = "piper-joe"
     espeak_voice: str = "en-us"
     sentence_pause_ms: int = 120  # silence between sentences
-    first_clause_words: int = 4  # the first sentence may be cut at a comma after this many words
+    first_clause_words: int = 2  # the first sentence may be cut at a comma after this many words ("I'm fine, …")
     # Playback volume (dB on the voice's own level) and the step of "louder" / "softer".
     volume_db: float = 0.0
     volume_step_db: float = 6.0
@@ -72,7 +73,7 @@ class VoiceConfig:
 
     @property
     def whisper_threads(self) -> int:
-        return self.asr_threads or max(1, min(4, (os.cpu_count() or 2) - 1))
+        return self.asr_threads or max(1, min(4, os.cpu_count() or 1))
 
     def __post_init__(self) -> None:
         if not 10 <= self.block_ms <= 30:

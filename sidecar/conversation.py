@@ -5,8 +5,8 @@ persona's voice (a base model copies the shape of what it sees), then as much re
 as fits `history_tokens`, oldest exchanges dropped first, then the user's words. History lives
 behind `History`, so the encrypted store can take it over without touching this module.
 
-A reply the user cut short is kept as far as it was heard and marked, so the model knows it
-was interrupted there rather than believing it said the rest. With an outfit catalogue, the
+A reply the user cut short is kept as far as it was heard and marked with a dash, so the model
+knows it was interrupted there rather than believing it said the rest. With an outfit catalogue, the
 system line offers the `[outfit: ID]` tag with the catalogue's ids.
 """
 
@@ -20,7 +20,9 @@ from sidecar.config import ChatConfig, PersonaConfig
 from sidecar.intents import Outfit, tag_instruction
 
 CHARS_PER_TOKEN = 4  # a cheap, safe-side estimate; the sidecar has no tokenizer
-INTERRUPTED = "... [interrupted]"  # after the heard part of a reply the user cut short
+# After the heard part of a reply the user cut short: the dash transcripts use for speech broken
+# off. A bracketed "[interrupted]" was copied by the small model as its whole next reply.
+INTERRUPTED = " —"
 
 
 @dataclass(frozen=True)

@@ -89,3 +89,10 @@ def test_llama_server_streams_tokens_over_sse(llama_server):
     tokens = [p["content"] for p in pieces[:-1] if p["content"]]
     assert len(tokens) >= 5, "expected the reply to arrive token by token"
     assert "".join(tokens).strip()
+
+
+def test_llama_server_runs_below_the_voice_loop_in_cpu_priority(llama_server):
+    """A generation must not starve listening and playback on the same cores (barge-in has 150 ms)."""
+    ours = os.getpriority(os.PRIO_PROCESS, 0)
+    assert os.getpriority(os.PRIO_PROCESS, llama_server.process.pid) == min(19, ours + llama_server.nice)
+    assert llama_server.nice > 0

@@ -8,7 +8,8 @@ Two parts:
   takes the loudest reference level within the possible speaker→microphone delay
   (`echo_delay_ms`) and compares the microphone's energy with it. Echo can never be louder
   than that loudest level times the room's coupling; the coupling is learnt as a high
-  percentile of the ratios seen while Stella speaks (starting from `echo_coupling_db`). A
+  percentile of the ratios seen while Stella speaks, windows taken for the user left out
+  (starting from `echo_coupling_db`). A
   window is the user only if the VAD hears speech *and* it is `echo_margin_db` above the
   echo that coupling allows, for `barge_in_windows` windows in a row; otherwise the VAD's
   probability is replaced by 0, so echo never starts an utterance. The first windows of a
@@ -42,7 +43,7 @@ from sidecar.voice.audio import RATE
 log = logging.getLogger(__name__)
 
 REFERENCE_FLOOR = 1e-6  # mean-square below this (-60 dBFS) plays as silence: nothing to echo
-MIN_HISTORY = 16  # windows of Stella's speech needed before the learnt coupling replaces the prior
+MIN_HISTORY = 8  # windows (~0.25 s) of Stella's speech before the learnt coupling replaces the prior
 COUPLING_PERCENTILE = 95
 
 
@@ -85,7 +86,8 @@ class EchoGuard:
         energy = float(np.mean(np.square(window, dtype=np.float64))) + 1e-12
         ratio_db = 10 * np.log10(energy / reference)
         user = probability >= self.threshold and ratio_db > self.coupling_db + self.margin_db
-        self._ratios.append(ratio_db)
+        if not user:  # learn the coupling from echo only: the user talking over it is not echo
+            self._ratios.append(ratio_db)
         self._run = self._run + 1 if user else 0
         return probability if self._run >= self.windows else 0.0
 

@@ -74,7 +74,8 @@ def test_hey_jarvis_and_a_question_get_a_spoken_reply(gateway, engines, piper, t
     turn = first(events, "user_turn")
     assert heard_fraction(OPEN_QUESTION, turn["text"]) >= 0.8, turn
     assert "jarvis" not in turn["text"].lower(), "the wake word must not be part of the question"
-    transcript = next(e for e in events if e["type"] == "transcript" and heard_fraction(OPEN_QUESTION, e["text"]) >= 0.8)
+    transcript = next(e for e in events
+                      if e["type"] == "transcript" and heard_fraction(OPEN_QUESTION, e["text"]) >= 0.8)
     token, sentence = first(events, "token", turn=1), first(events, "sentence", turn=1)
     audio = first(events, "audio_out", turn=1)
     order = [wake["t"], transcript["t"], turn["t"], first(events, "request_sent")["t"], token["t"], sentence["t"],
