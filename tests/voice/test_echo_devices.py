@@ -1,0 +1,117 @@
+"""The echo guard through real sound devices: Stella's voice goes out of the "speaker" sink and
+comes back into the "mic" sink through PulseAudio's loopback (12 dB down, as a laptop's own
+speaker heard by its microphone), so every reply is heard by the microphone it listens on.
+
+Twenty spoken questions, each asked once the previous reply is over: none of the replies may
+interrupt itself. Then the user talks over a reply: that must stop it and be answered.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from sidecar.voice.audio import RATE, resample, to_int16
+from tests.bench.voice_latency import QUESTIONS
+
+from .conftest import ROOT
+from .speech import concat, heard_fraction, silence
+from .test_devices import PULSE_RATE, wait_for_event
+
+pytestmark = [pytest.mark.audio, pytest.mark.llama]
+
+ECHO_DB = -12
+REPLIES = 20
+
+
+@contextmanager
+def loopback(env: dict[str, str], source: str, sink: str, gain_db: float) -> Iterator[None]:
+    """PulseAudio plays what `source` hears into `sink`, `gain_db` quieter, while the block runs."""
+    module = subprocess.run(["pactl", "load-module", "module-loopback", f"source={source}", f"sink={sink}",
+                             "latency_msec=30", "source_dont_move=true", "sink_dont_move=true"],
+                            env=env, capture_output=True, text=True, check=True).stdout.strip()
+    try:
+        listing = subprocess.run(["pactl", "list", "sink-inputs"], env=env, capture_output=True, text=True,
+                                 check=True).stdout
+        inputs = [block for block in listing.split("Sink Input #")[1:]
+                  if re.search(rf"Owner Module: {module}\b", block)]
+        assert inputs, f"the loopback module {module} has no sink input:\n{listing}"
+        subprocess.run(["pactl", "set-sink-input-volume", inputs[0].split()[0], f"{10 ** (gain_db / 20):.4f}"],
+                       env=env, check=True)  # a linear amplitude factor
+        yield
+    finally:
+        subprocess.run(["pactl", "unload-module", module], env=env, capture_output=True)
+
+
+def events(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def wait_until(log: Path, proc: subprocess.Popen, what: str, test, timeout: float) -> list[dict]:  # noqa: ANN001
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        seen = events(log)
+        if test(seen):
+            return seen
+        assert proc.poll() is None, f"the sidecar exited ({proc.returncode}), see {log.with_suffix('.log')}"
+        time.sleep(0.05)
+    raise AssertionError(f"{what}: not within {timeout} s")
+
+
+def say(env: dict[str, str], mic: str, audio) -> None:  # noqa: ANN001
+    subprocess.run(["pacat", f"--device={mic}", "--format=s16le", f"--rate={PULSE_RATE}", "--channels=1"],
+                   input=to_int16(resample(audio, RATE, PULSE_RATE)).tobytes(), env=env, check=True, timeout=30)
+
+
+def test_stellas_own_voice_through_the_microphone_never_interrupts_her_and_the_user_still_does(
+        pulseaudio, gateway, piper, subprocess_env, tmp_path):
+    env = {**subprocess_env, "PULSE_SERVER": pulseaudio.env["PULSE_SERVER"]}
+    log = tmp_path / "events.jsonl"
+    run_env = {**env, "STELLA_CHAT__MAX_TOKENS": "40"}
+    questions = [QUESTIONS[i % len(QUESTIONS)] for i in range(REPLIES)]
+    with loopback(env, f"{pulseaudio.speaker}.monitor", pulseaudio.mic, ECHO_DB):
+        # its log goes to a file: a pipe nobody reads fills up over twenty turns and blocks it
+        proc = subprocess.Popen([sys.executable, "-m", "sidecar", "run", "--events", str(log), "--server", gateway.url,
+                                 "--wake", "hey_jarvis"], cwd=ROOT, env=run_env, stdout=subprocess.DEVNULL,
+                                stderr=log.with_suffix(".log").open("w"))
+        try:
+            wait_for_event(log, "input_start", proc, 60)
+            heard_in_full = 0
+            for i, question in enumerate(questions, start=1):
+                say(env, pulseaudio.mic, concat(silence(0.3), piper("Hey Jarvis."), silence(0.2), piper(question),
+                                                silence(0.3)))
+                seen = wait_until(log, proc, f"reply {i} over", lambda s, n=i: sum(
+                    e["type"] == "turn_end" for e in s) >= n, 90)
+                heard_in_full += any(e["type"] == "audio_out" and e["turn"] == i for e in seen)
+            false = [e["t"] for e in events(log) if e["type"] == "interruption"]
+
+            # the user talks over the next reply, without the wake word
+            say(env, pulseaudio.mic, concat(silence(0.3), piper("Hey Jarvis."), silence(0.2),
+                                            piper("Tell me a long story about a dragon.")))
+            wait_until(log, proc, "Stella speaking", lambda s: any(
+                e["type"] == "speaking" and e["speaking"] and e["turn"] == REPLIES + 1 for e in s), 60)
+            time.sleep(0.4)
+            say(env, pulseaudio.mic, piper("Where do penguins live?"))
+            seen = wait_until(log, proc, "the talk-over answered", lambda s: any(
+                e["type"] == "user_turn" and e["turn"] == REPLIES + 2 for e in s), 60)
+            proc.send_signal(signal.SIGINT)
+            assert proc.wait(30) == 0, log.with_suffix(".log").read_text()[-3000:]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    print(f"echo through the devices at {ECHO_DB} dB: {heard_in_full} replies, {len(false)} false barge-ins")
+    assert heard_in_full == REPLIES
+    assert false == [], f"Stella's own voice interrupted her at {false}"
+    assert [e["reason"] for e in seen if e["type"] == "interruption"] == ["barge_in"], "the user was not heard"
+    talk_over = next(e for e in seen if e["type"] == "user_turn" and e["turn"] == REPLIES + 2)
+    assert heard_fraction("where do penguins live", talk_over["text"]) >= 0.75, talk_over
