@@ -17,8 +17,9 @@ const SOFTWARE_GL = /llvmpipe|softpipe|swiftshader|software/i;
 
 function idleFrameMs(gl) {
   const info = gl.getExtension('WEBGL_debug_renderer_info');
-  const renderer = info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : '';
-  return SOFTWARE_GL.test(renderer) ? SOFTWARE_IDLE_FRAME_MS : ACTIVE_FRAME_MS;
+  const software = SOFTWARE_GL.test(info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : '');
+  document.body.classList.toggle('software-gl', software);
+  return software ? SOFTWARE_IDLE_FRAME_MS : ACTIVE_FRAME_MS;
 }
 const STATE_LABELS = { idle: 'Idle', listening: 'Listening', thinking: 'Thinking…', speaking: 'Speaking' };
 // Problems that stay until the user acts: their message stays until it is dismissed.

@@ -11,6 +11,7 @@ import base64
 import io
 import os
 import signal
+import time
 from pathlib import Path
 
 import numpy as np
@@ -87,3 +88,31 @@ def test_outfit_and_window_geometry_survive_a_restart_and_a_killed_shell_leaves_
         os.kill(window.proc.pid, signal.SIGKILL)
         window.proc.wait()
         wait_for(lambda: not alive(family), 15, "the engine and the web processes dying with the shell")
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU time the processes have used so far."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except FileNotFoundError:
+            continue
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def test_on_software_gl_the_busy_indicators_leave_the_cores_to_listening_and_thinking(
+        xvfb: services.Xvfb, gateway: Gateway, engine_env: dict[str, str], tmp_path: Path) -> None:
+    """Xvfb has only llvmpipe: a smooth 60 fps animation there costs a whole core, which whisper and
+    the model need while the state dot says "listening" or "thinking" (measured: ASR 1.4 s -> 0.7 s)."""
+    with stella(xvfb.display, gateway.url, tmp_path / "stella.db", engine_env) as window:
+        assert window.page.eval("document.body.classList.contains('software-gl')")
+        window.page.eval("document.getElementById('state').dataset.state = 'thinking'; true")
+        family = sorted(descendants(window.proc.pid))
+        used, start = cpu_seconds(family), time.monotonic()
+        time.sleep(3)
+        share = (cpu_seconds(family) - used) / (time.monotonic() - start)
+        assert window.page.eval("getComputedStyle(document.querySelector('#state .dot')).animationName") == "pulse"
+        assert share < 0.5, f"the window used {share:.0%} of a core while showing 'thinking'"
+        window.close_and_check_nothing_is_left()
