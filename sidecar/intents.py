@@ -38,10 +38,14 @@ class Outfit:
     name: str
 
 
+def catalogue_of(manifest: Manifest) -> tuple[Outfit, ...]:
+    """The outfits an atlas manifest offers."""
+    return tuple(Outfit(o.id, o.name) for o in manifest.outfits)
+
+
 def load_catalogue(atlas_dir: str = "") -> tuple[Outfit, ...]:
     """The outfits of the atlas in `atlas_dir` ("" = the bundled default atlas)."""
-    manifest = Manifest.load(Path(atlas_dir) if atlas_dir else DEFAULT_DIR)
-    return tuple(Outfit(o.id, o.name) for o in manifest.outfits)
+    return catalogue_of(Manifest.load(Path(atlas_dir) if atlas_dir else DEFAULT_DIR))
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from sidecar.engine.stored import Saved, StoreHistory, history_event
 from sidecar.engine.unlock import StoreUnlock
 from sidecar.events import TurnTimeline
 from sidecar.frames import Frame, InputStartedFrame, MouthFrame, OutfitFrame
-from sidecar.intents import load_catalogue
+from sidecar.intents import catalogue_of
 from sidecar.pipeline import Direction, Observer
 from sidecar.store import Store, StoreConfig, StoreError
 
@@ -64,7 +64,8 @@ class App:
         self.frames = FrameStream(self.channel, self.outfit)
         self.presence = Presence(lambda s: self.channel.send({"type": "state", "state": s}),
                                  config.voice.wake_window_s)
-        self.conversation = Conversation(config.persona, config.chat, outfits=load_catalogue(config.atlas_dir))
+        # the outfits the window shows are the ones offered to the model (one manifest, read once)
+        self.conversation = Conversation(config.persona, config.chat, outfits=catalogue_of(self.manifest))
         self.link = LinkKeeper(self.channel.send, self._on_llm_outfit, lambda: self.sessions.reload())
         self.sessions = Sessions(config, self.link, self.conversation, self.presence, self._observers,
                                  self.channel.send)

@@ -34,10 +34,10 @@ sys.path.insert(0, str(REPO))
 
 from tests import services  # noqa: E402
 from tests.desktop import screen  # noqa: E402
-from tests.desktop.app_window import READY, AppWindow, launch  # noqa: E402
+from tests.desktop.app_window import READY, AppWindow, abandon, launch  # noqa: E402
 from tests.desktop.gateway import running_gateway  # noqa: E402
 from tests.desktop.polling import wait_for  # noqa: E402
-from tests.desktop.processes import descendants, rss_kib  # noqa: E402
+from tests.desktop.processes import cpu_seconds, descendants, rss_kib  # noqa: E402
 
 OUT = Path(__file__).with_name("desktop_results.md")
 PARTS = ("shell", "webengine", "engine")
@@ -58,15 +58,6 @@ WATCH_TURN = """(() => {
   }).observe(state, {attributes: true});
   return true;
 })()"""
-
-
-def cpu_ticks(pids: set[int]) -> int:
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-            total += int(fields[11]) + int(fields[12])  # utime + stime
-    return total
 
 
 def kind(pid: int) -> str:
@@ -111,19 +102,15 @@ def one_run(display: str, server: str, store: Path, env: dict[str, str]) -> dict
         for part, pids in parts.items():
             res[f"rss_{part}"] = rss_kib(pids) / 1024
         time.sleep(2)  # let the turn's work settle
-        before, t = {part: cpu_ticks(pids) for part, pids in parts.items()}, time.monotonic()
+        before, t = {part: cpu_seconds(pids) for part, pids in parts.items()}, time.monotonic()
         time.sleep(5)
-        seconds = (time.monotonic() - t) * os.sysconf("SC_CLK_TCK")
+        seconds = time.monotonic() - t
         for part, pids in parts.items():
-            res[f"cpu_{part}"] = (cpu_ticks(pids) - before[part]) / seconds * 100
+            res[f"cpu_{part}"] = (cpu_seconds(pids) - before[part]) / seconds * 100
         window.close_and_check_nothing_is_left()
         return res
     finally:
-        if page is not None:
-            page.close()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        abandon(proc, page)
 
 
 ROWS = [

@@ -69,6 +69,16 @@ def launch(display: str, server: str, store: Path, env: dict[str, str],
     return proc, devtools
 
 
+def abandon(proc: subprocess.Popen, page: screen.DevTools | None) -> None:
+    """Leave nothing behind after a run that may have failed half-way: the DevTools connection is
+    closed and the app, if still running, killed."""
+    if page is not None:
+        page.close()
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
 @contextlib.contextmanager
 def stella(display: str, server: str, store: Path, env: dict[str, str], voice: str = "off") -> Iterator[AppWindow]:
     """The window once it is ready and Stella is on the screen; killed if the test leaves it open."""
@@ -82,8 +92,4 @@ def stella(display: str, server: str, store: Path, env: dict[str, str], voice: s
         wait_for(window.character_shown, 10, "the character reaching the screen")
         yield window
     finally:
-        if page is not None:
-            page.close()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        abandon(proc, page)

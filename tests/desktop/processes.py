@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 
 
@@ -40,3 +41,13 @@ def rss_kib(pids: set[int]) -> int:
                 if line.startswith("VmRSS:"):
                     total += int(line.split()[1])
     return total
+
+
+def cpu_seconds(pids: set[int]) -> float:
+    """User + system CPU time these processes have used so far, together."""
+    ticks = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            ticks += int(fields[11]) + int(fields[12])  # utime + stime
+    return ticks / os.sysconf("SC_CLK_TCK")

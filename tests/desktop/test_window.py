@@ -23,7 +23,7 @@ from tests.desktop import screen
 from tests.desktop.app_window import stella
 from tests.desktop.gateway import Gateway
 from tests.desktop.polling import wait_for
-from tests.desktop.processes import alive, descendants
+from tests.desktop.processes import alive, cpu_seconds, descendants
 
 pytestmark = [pytest.mark.llama, pytest.mark.keyring, pytest.mark.display]
 
@@ -90,18 +90,6 @@ def test_outfit_and_window_geometry_survive_a_restart_and_a_killed_shell_leaves_
         wait_for(lambda: not alive(family), 15, "the engine and the web processes dying with the shell")
 
 
-def cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU time the processes have used so far."""
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except FileNotFoundError:
-            continue
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
-    return total / os.sysconf("SC_CLK_TCK")
-
-
 def test_on_software_gl_the_busy_indicators_leave_the_cores_to_listening_and_thinking(
         xvfb: services.Xvfb, gateway: Gateway, engine_env: dict[str, str], tmp_path: Path) -> None:
     """Xvfb has only llvmpipe: a smooth 60 fps animation there costs a whole core, which whisper and
@@ -109,7 +97,7 @@ def test_on_software_gl_the_busy_indicators_leave_the_cores_to_listening_and_thi
     with stella(xvfb.display, gateway.url, tmp_path / "stella.db", engine_env) as window:
         assert window.page.eval("document.body.classList.contains('software-gl')")
         window.page.eval("document.getElementById('state').dataset.state = 'thinking'; true")
-        family = sorted(descendants(window.proc.pid))
+        family = descendants(window.proc.pid)
         used, start = cpu_seconds(family), time.monotonic()
         time.sleep(3)
         share = (cpu_seconds(family) - used) / (time.monotonic() - start)

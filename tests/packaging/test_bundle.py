@@ -27,6 +27,7 @@ from remote_api.processes import free_port, running
 from sidecar.models.catalogue import CATALOGUE
 from tests import services
 from tests.desktop import screen
+from tests.desktop.app_window import abandon
 from tests.desktop.processes import alive, descendants
 from tests.packaging import bundle
 
@@ -239,11 +240,7 @@ def test_the_app_from_the_bundle_shows_its_window_and_leaves_nothing_behind(
         assert proc.wait(30) == 0
         wait_for(lambda: not alive(family), 15, "every process of the app exiting")
     finally:
-        if page is not None:
-            page.close()
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
+        abandon(proc, page)
 
 
 def test_a_first_start_from_a_terminal_installs_missing_models_then_starts(

@@ -22,6 +22,7 @@ import pytest
 
 from sidecar.voice.audio import RATE, resample, to_int16
 from tests.bench.voice_latency import QUESTIONS
+from tests.desktop.polling import wait_for
 
 from .conftest import ROOT
 from .speech import concat, heard_fraction, silence
@@ -57,14 +58,13 @@ def events(log: Path) -> list[dict]:
 
 
 def wait_until(log: Path, proc: subprocess.Popen, what: str, test, timeout: float) -> list[dict]:  # noqa: ANN001
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        seen = events(log)
-        if test(seen):
-            return seen
+    """The events once `test(events)` holds; fails at once if the sidecar exits."""
+    def seen() -> list[dict] | None:
         assert proc.poll() is None, f"the sidecar exited ({proc.returncode}), see {log.with_suffix('.log')}"
-        time.sleep(0.05)
-    raise AssertionError(f"{what}: not within {timeout} s")
+        found = events(log)
+        return found if test(found) else None
+
+    return wait_for(seen, timeout, what)
 
 
 def say(env: dict[str, str], mic: str, audio) -> None:  # noqa: ANN001
