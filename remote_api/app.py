@@ -15,6 +15,7 @@ from remote_api.auth import DeviceAuth
 from remote_api.config import ServerConfig
 from remote_api.credentials import Credentials, write_local_credentials
 from remote_api.gateway import create_app
+from remote_api.origins import BrowserGuard
 from remote_api.pairing import machine_fingerprint, new_device
 from remote_api.protocol import BodyCodec, PlainCodec, Role
 from remote_api.ratelimit import FailureLimiter
@@ -33,16 +34,21 @@ def open_state(cfg: ServerConfig) -> GatewayState:
 
 
 async def build_app(cfg: ServerConfig, upstreams: list[Upstream], state: GatewayState, *,
-                    replica: str = "", health_interval: float = 5.0) -> Starlette:
+                    replica: str = "", health_interval: float = 5.0, operator_secret: str = "") -> Starlette:
+    """`operator_secret` opens the detailed /health to loopback requests carrying it
+    (`remote_api.operator`)."""
     issuer = TokenIssuer(await state.signing_key(), ttl=cfg.auth.token_ttl)
     auth = DeviceAuth(state, issuer, FailureLimiter(cfg.auth.max_failures, cfg.auth.failure_window))
 
     def codec(identity: Any) -> BodyCodec:
         return SealCodec(Role.SERVER, getattr(identity, "link_key", b"")) if cfg.auth.seal else PlainCodec()
 
-    return create_app(cfg.link, upstreams, authenticate=auth.authenticate, recheck=auth.recheck,
-                      codec_factory=codec, sessions=state, replica=replica, routes=auth.routes(),
-                      health_interval=health_interval, recheck_interval=cfg.auth.recheck_interval)
+    app = create_app(cfg.link, upstreams, authenticate=auth.authenticate, recheck=auth.recheck,
+                     codec_factory=codec, sessions=state, replica=replica, routes=auth.routes(),
+                     health_interval=health_interval, recheck_interval=cfg.auth.recheck_interval,
+                     operator_secret=operator_secret)
+    app.add_middleware(BrowserGuard, allowed_origins=cfg.gateway.allowed_origins)
+    return app
 
 
 @contextlib.asynccontextmanager

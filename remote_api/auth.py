@@ -6,7 +6,8 @@ A link request carries ``Authorization: Bearer <access token>`` and ``X-Stella-D
 that fingerprint, its `jti` is not revoked, and its device exists and is not revoked. Open
 sessions are checked again every few seconds (`recheck`), so revoking a device or token, or a
 token expiring, also ends connections made before. Failures are counted per client address
-(`FailureLimiter`); past the limit every request from it gets 429 for a while.
+and per device (`FailureLimiter`); past the limit failing requests get 429 for a while and so do
+pairing attempts from that address, but valid credentials always pass.
 
 - ``POST /auth/pair``    ``{"code", "fingerprint"}`` -> ``{"device_id", "name", "refresh_credential"}``
 - ``POST /auth/refresh`` ``{"device_id", "proof", "fingerprint"}`` -> ``{"access_token", "expires_in", ...}``
@@ -49,10 +50,11 @@ class DeviceAuth:
         self._clock = clock
 
     async def authenticate(self, conn: HTTPConnection) -> DeviceIdentity:
-        async with self._counted(conn):
+        async with self._counted(conn) as keys:
             token = _bearer(conn.headers.get("authorization"))
             fingerprint = _fingerprint(conn.headers.get(FINGERPRINT_HEADER))
             claims = self.issuer.verify(token)
+            keys.append(f"device:{claims.device_id}")  # signed by us: failures from here on are the device's
             if not hmac.compare_digest(claims.fingerprint_hash, pairing.fingerprint_hash(fingerprint)):
                 raise AuthError("wrong_device", "this access token was issued to another device",
                                 "Tokens cannot be moved between computers: pair this one on its own.")
@@ -85,18 +87,26 @@ class DeviceAuth:
         return device.link_key
 
     @contextlib.asynccontextmanager
-    async def _counted(self, conn: HTTPConnection) -> AsyncIterator[None]:
-        """Refuse an address over the failure limit; count this request if it fails."""
+    async def _counted(self, conn: HTTPConnection, *, gate: bool = False) -> AsyncIterator[list[str]]:
+        """Count a failed request under its address (and the device it proved to be: the body
+        appends that key); over the limit a failure gets 429 instead of its reason.
+
+        Valid credentials are never refused here, so junk from a shared address (every local
+        process and web page is 127.0.0.1) cannot lock a paired device out. `gate` refuses an
+        address over the limit before checking anything: for pairing, whose codes are short
+        enough to be worth guessing.
+        """
         address = conn.client.host if conn.client else "unknown"
-        wait = self.limiter.retry_after(address)
-        if wait:
-            raise AuthError("rate_limited", f"too many failed sign-ins from {address}",
-                            f"Wait {math.ceil(wait)} s, then check the device's credentials.", status=429,
-                            retry_after=wait)
+        keys = [f"addr:{address}"]
+        if gate and (wait := self.limiter.retry_after(*keys)):
+            raise _rate_limited(address, wait)
         try:
-            yield
+            yield keys
         except AuthError:
-            self.limiter.failed(address)
+            wait = self.limiter.retry_after(*keys)
+            self.limiter.failed(*keys)
+            if wait:
+                raise _rate_limited(address, wait) from None
             raise
 
     # --- endpoints ------------------------------------------------------------------------
@@ -107,7 +117,7 @@ class DeviceAuth:
 
     async def pair(self, request: Request) -> Response:
         try:
-            async with self._counted(request):
+            async with self._counted(request, gate=True):
                 body = await _json_body(request, {"code": 32, "fingerprint": 128})
                 device, secret = await pairing.redeem(self.registry, body["code"], body["fingerprint"],
                                                       self._clock())
@@ -127,6 +137,11 @@ class DeviceAuth:
         token, claims = self.issuer.issue(device.id, device.fingerprint_hash)
         return JSONResponse({"access_token": token, "token_type": "Bearer", "expires_at": claims.expires,
                              "expires_in": claims.expires - claims.issued})
+
+
+def _rate_limited(address: str, wait: float) -> AuthError:
+    return AuthError("rate_limited", f"too many failed sign-ins from {address}",
+                     f"Wait {math.ceil(wait)} s, then check the device's credentials.", status=429, retry_after=wait)
 
 
 def _bearer(header: str | None) -> str:

@@ -158,6 +158,16 @@ class GatewaySection:
     # Empty = the embedded default: start and supervise a local llama-server.
     upstreams: list[str] = field(default_factory=list)
     api: Literal["chat", "completion"] = "chat"
+    # Web pages whose requests may reach /auth and /link (scheme://host[:port]); by default a
+    # request with a browser's Origin or Sec-Fetch-Site is refused (`remote_api.origins`).
+    allowed_origins: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        for origin in self.allowed_origins:
+            scheme, sep, rest = origin.partition("://")
+            if scheme not in ("http", "https") or not sep or not rest or "/" in rest.rstrip("/"):
+                raise ValueError(f"gateway setting 'allowed_origins' takes origins like https://app.example:8443 "
+                                 f"(scheme, host, optional port, no path), got {origin!r}")
 
 
 @dataclass

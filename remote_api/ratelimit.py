@@ -1,9 +1,14 @@
-"""Failed sign-ins are rate-limited per client address, so codes and tokens cannot be guessed.
+"""Failed sign-ins are counted per client address and per device, so codes cannot be guessed
+and a flood of junk cannot lock a device out.
 
-After `limit` failures within `window` seconds an address is refused outright - good
-credentials included, or an attacker could keep guessing between two good requests - until
-its oldest failure ages out. Kept in memory per process (with several replicas an address gets
-`limit` tries at each); bounded to `max_keys` addresses. Sans-I/O: the clock is injected.
+Each failure is counted under every key it belongs to (``addr:<ip>``, and ``device:<id>`` once
+the request proved which device it is). A key with `limit` failures within `window` seconds is
+*over the limit* until its oldest failure ages out. What that costs is the caller's choice
+(`remote_api.auth`): failing requests then get 429 instead of their reason, pairing attempts
+from that address are refused before their code is checked, and valid credentials are never
+refused - a web page or a local process spamming the gateway from 127.0.0.1 must not lock the
+desktop app out of its own gateway. Kept in memory per process (with several replicas a key
+gets `limit` tries at each); bounded to `max_keys` keys. Sans-I/O: the clock is injected.
 """
 
 from __future__ import annotations
@@ -23,18 +28,22 @@ class FailureLimiter:
         self._max_keys = max_keys
         self._failures: OrderedDict[str, deque[float]] = OrderedDict()
 
-    def retry_after(self, key: str) -> float:
-        """0 if `key` may try now, else the seconds until it may."""
-        failures = self._recent(key)
-        if len(failures) < self.limit:
-            return 0.0
-        return max(0.001, failures[-self.limit] + self.window - self._clock())
+    def retry_after(self, *keys: str) -> float:
+        """0 if none of `keys` is over the limit, else the seconds until all of them are under."""
+        waits = [0.0]
+        for key in keys:
+            failures = self._recent(key)
+            if len(failures) >= self.limit:
+                waits.append(max(0.001, failures[-self.limit] + self.window - self._clock()))
+        return max(waits)
 
-    def failed(self, key: str) -> None:
-        failures = self._recent(key)
-        failures.append(self._clock())
-        self._failures[key] = failures
-        self._failures.move_to_end(key)
+    def failed(self, *keys: str) -> None:
+        """Count one failure under each of `keys`."""
+        for key in keys:
+            failures = self._recent(key)
+            failures.append(self._clock())
+            self._failures[key] = failures
+            self._failures.move_to_end(key)
         while len(self._failures) > self._max_keys:
             self._failures.popitem(last=False)
 

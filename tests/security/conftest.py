@@ -16,8 +16,9 @@ import pytest
 
 from remote_api.app import build_app
 from remote_api.client import LinkClient
-from remote_api.config import AuthSection, ServerConfig, StateSection, TlsSection
+from remote_api.config import AuthSection, GatewaySection, ServerConfig, StateSection, TlsSection
 from remote_api.credentials import Credentials, TokenSource, pair
+from remote_api.link_config import LinkConfig
 from remote_api.pairing import issue_code
 from remote_api.state import LocalState
 from tests.fakes import fixtures
@@ -68,14 +69,16 @@ class SecureGateway:
 
 
 def start_secure(data_dir: Path, upstream_url: str, *, tls: TlsSection | None = None,
-                 verify: ssl.SSLContext | bool = True, **auth: Any) -> SecureGateway:
-    cfg = ServerConfig(link=FAST, auth=AuthSection(**auth), state=StateSection(data_dir=data_dir))
+                 verify: ssl.SSLContext | bool = True, gateway: GatewaySection | None = None,
+                 link: LinkConfig = FAST, **auth: Any) -> SecureGateway:
+    cfg = ServerConfig(gateway=gateway or GatewaySection(), link=link, auth=AuthSection(**auth),
+                       state=StateSection(data_dir=data_dir))
     gateway_state = LocalState(data_dir)
 
     async def factory(upstreams):
         return await build_app(cfg, upstreams, gateway_state, health_interval=0.5)
 
-    gw = GatewayThread([upstream_url], config=FAST, app_factory=factory, tls=tls).start()
+    gw = GatewayThread([upstream_url], config=link, app_factory=factory, tls=tls).start()
     return SecureGateway(gw, LocalState(data_dir), verify, gateway_state)
 
 
