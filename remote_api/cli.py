@@ -22,6 +22,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import uvicorn
@@ -29,13 +30,15 @@ from starlette.applications import Starlette
 
 from remote_api.app import build_app, local_device, open_state
 from remote_api.config import ConfigError, ServerConfig, TlsSection, load_config
-from remote_api.credentials import LOOPBACK
+from remote_api.credentials import LOOPBACK, Credentials, CredentialsRejected, TokenSource
 from remote_api.link_config import LinkConfig
 from remote_api.llama_server import LlamaServer, LlamaServerError, default_binary
 from remote_api.logs import setup_logging
+from remote_api.operator import OPERATOR_HEADER, operator_secret, operator_secret_path, read_operator_secret
 from remote_api.pairing import issue_code
 from remote_api.state import GatewayState, StateError
 from remote_api.tls import client_context
+from remote_api.transport import TransportClosed
 from remote_api.upstream import Upstream
 
 log = logging.getLogger(__name__)
@@ -124,8 +127,10 @@ async def _serve(cfg: ServerConfig, urls: list[str], llama: LlamaServer | None) 
     state = open_state(cfg)
     supervisor = asyncio.create_task(llama.supervise()) if llama is not None else None
     try:
-        server = make_server(await build_app(cfg, upstreams, state), gw.host, gw.port, cfg.link, cfg.tls)
         async with contextlib.AsyncExitStack() as stack:
+            secret = stack.enter_context(operator_secret(gw.port))
+            server = make_server(await build_app(cfg, upstreams, state, operator_secret=secret), gw.host, gw.port,
+                                 cfg.link, cfg.tls)
             if gw.host in LOOPBACK and not state.shared:
                 await stack.enter_async_context(local_device(state, url, gw.port))
             elif gw.host not in LOOPBACK and not cfg.tls.cert:
@@ -200,11 +205,12 @@ def cmd_health(args: argparse.Namespace) -> int:
         url = f"http://{host}:{gw.port}"
     try:
         verify = client_context(args.ca_file)
+        headers = _health_headers(args, url, verify)
     except ValueError as exc:
         print(f"stella-server health: {exc}", file=sys.stderr)
         return 2
     try:
-        resp = httpx.get(url.rstrip("/") + "/health", timeout=args.timeout, verify=verify)
+        resp = httpx.get(url.rstrip("/") + "/health", timeout=args.timeout, verify=verify, headers=headers)
         report = resp.json()
     except httpx.HTTPError as exc:
         print(f"stella-server health: cannot reach the gateway at {url} ({exc}). Is `stella-server serve` "
@@ -216,12 +222,36 @@ def cmd_health(args: argparse.Namespace) -> int:
         return 2
     if args.json:
         print(json.dumps(report, indent=2))
+    elif "sessions" not in report:
+        print(f"gateway {url}: {report.get('status')} (details need the operator's secret - run this on the "
+              "gateway's machine as the user running it, or give --operator-secret FILE - or a paired device's "
+              "--credentials FILE)")
     else:
-        print(f"gateway {url}: {report.get('status')}, {report.get('sessions', 0)} session(s)")
+        print(f"gateway {url}: {report.get('status')}, version {report.get('version')}, "
+              f"{report.get('sessions', 0)} session(s)")
         for up in report.get("upstreams", []):
             print(f"  upstream {up.get('url')} ({up.get('api')}): {'ok' if up.get('ok') else 'NOT OK'} - "
                   f"{up.get('detail')}")
     return 0 if resp.status_code == 200 else 1
+
+
+def _health_headers(args: argparse.Namespace, url: str, verify: object) -> dict[str, str]:
+    """What opens the detailed report: a device's access token (--credentials), else the
+    operator's secret of a gateway on this machine (its per-port file, or --operator-secret)."""
+    if args.credentials is not None:
+        creds = Credentials.load(args.credentials)
+        try:
+            return asyncio.run(TokenSource(creds, verify=verify).headers(url.rstrip("/")))
+        except (CredentialsRejected, TransportClosed) as exc:
+            raise ValueError(f"cannot get an access token with {args.credentials}: {exc}") from None
+    parts = urlsplit(url)
+    path = args.operator_secret
+    if path is None and parts.hostname in LOOPBACK:
+        path = operator_secret_path(parts.port or (443 if parts.scheme == "https" else 80))
+    secret = read_operator_secret(path) if path is not None else None
+    if secret is None and args.operator_secret is not None:
+        raise ValueError(f"cannot read the operator's secret from {args.operator_secret}")
+    return {OPERATOR_HEADER: secret} if secret else {}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -264,6 +294,11 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument("--timeout", type=float, default=10.0)
     health.add_argument("--json", action="store_true", help="print the raw report")
     health.add_argument("--ca-file", type=Path, help="CA certificate to verify an https gateway with")
+    health.add_argument("--operator-secret", type=Path, metavar="FILE",
+                        help="the gateway's operator secret (default: the file a gateway on this machine leaves, "
+                        "~/.local/state/stella/gateways/PORT.operator); accepted from loopback only")
+    health.add_argument("--credentials", type=Path, metavar="FILE",
+                        help="a paired device's credentials: its access token opens the details from anywhere")
     health.set_defaults(func=cmd_health)
     return parser
 

@@ -12,7 +12,8 @@ in the middle of a reply:
 - ``GET  /link/poll?sid=&ack=`` the next envelopes for the client (NDJSON), held open up to
   ``longpoll_hold`` s; ``ack`` is the client's resume point, so a lost response is replayed
   by the next poll.
-- ``GET  /health``    the gateway and its upstreams.
+- ``GET  /health``    ``{"status": ok|degraded}``; the details (upstreams, sessions, version)
+  only for a paired device's token or the operator (`remote_api.operator`).
 
 Generations stream from llama-server through `remote_api.upstream`; cancelling one closes the
 upstream HTTP stream, which is how llama-server stops. Security plugs into seams: `authenticate`
@@ -31,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import importlib.metadata
 import logging
 import math
 import secrets
@@ -46,6 +48,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from remote_api.envelope import AuthError, Envelope, ProtocolError, Type, decode, encode
 from remote_api.link_config import LinkConfig
+from remote_api.operator import is_operator
 from remote_api.protocol import (
     Clock,
     Connected,
@@ -60,6 +63,16 @@ from remote_api.state import MemorySessions, SessionStore, StateError
 from remote_api.upstream import ChatRequest, Finished, Upstream, UpstreamError, UpstreamPool
 
 log = logging.getLogger(__name__)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("stella")
+    except importlib.metadata.PackageNotFoundError:  # run from a tree or bundle without its metadata
+        return "unknown"
+
+
+_VERSION = _version()
 
 NDJSON = "application/x-ndjson"
 CLOSE_SUPERSEDED = 4000  # a newer connection took over the session
@@ -160,12 +173,14 @@ class Gateway:
         clock: Clock = time.monotonic,
         health_interval: float = 5.0,
         recheck_interval: float = 5.0,
+        operator_secret: str = "",
     ) -> None:
         self.config = config
         self.upstreams = upstreams
         self.pool = UpstreamPool(upstreams, check_interval=health_interval)
         self.authenticate = authenticate
         self.recheck = recheck
+        self.operator_secret = operator_secret
         self.sessions: SessionStore = sessions or MemorySessions()
         self.replica = replica or secrets.token_hex(6)
         self.clock = clock
@@ -642,12 +657,26 @@ class Gateway:
 
     async def health(self, request: Request) -> Response:
         results = await asyncio.gather(*(u.health() for u in self.upstreams))
-        upstreams = [{"url": u.base_url, "api": u.api, "ok": h.ok, "loading": h.loading,
-                      "idle_slots": h.idle_slots, "detail": h.detail}
-                     for u, h in zip(self.upstreams, results, strict=True)]
         ok = any(h.ok for h in results)
-        body = {"status": "ok" if ok else "degraded", "sessions": len(self.registry), "upstreams": upstreams}
+        body: dict[str, Any] = {"status": "ok" if ok else "degraded"}
+        if await self._may_inspect(request):
+            body["version"] = _VERSION
+            body["sessions"] = len(self.registry)
+            body["upstreams"] = [{"url": u.base_url, "api": u.api, "ok": h.ok, "loading": h.loading,
+                                  "idle_slots": h.idle_slots, "detail": h.detail}
+                                 for u, h in zip(self.upstreams, results, strict=True)]
         return JSONResponse(body, 200 if ok else 503)
+
+    async def _may_inspect(self, request: Request) -> bool:
+        """The health details (upstream URLs, load) are for the operator and paired devices only."""
+        if is_operator(request, self.operator_secret):
+            return True
+        if "authorization" not in request.headers:
+            return False  # a plain liveness probe: not a failed sign-in
+        try:
+            return await self.authenticate(request) is not None
+        except AuthError:
+            return False
 
 
 def _ndjson(frames: list[bytes]) -> Response:
@@ -695,6 +724,7 @@ def create_app(
     routes: Sequence[BaseRoute] = (),
     health_interval: float = 5.0,
     recheck_interval: float = 5.0,
+    operator_secret: str = "",
 ) -> Starlette:
     """The gateway as an ASGI app; `app.state.gateway` is the `Gateway` behind it.
 
@@ -702,7 +732,7 @@ def create_app(
     """
     gateway = Gateway(config, upstreams, authenticate=authenticate, recheck=recheck, codec_factory=codec_factory,
                       sessions=sessions, replica=replica, health_interval=health_interval,
-                      recheck_interval=recheck_interval)
+                      recheck_interval=recheck_interval, operator_secret=operator_secret)
     app = Starlette(
         routes=[
             WebSocketRoute("/link/ws", gateway.websocket),

@@ -132,8 +132,10 @@ def test_outfit_events_travel_both_ways_of_the_api(gateway, fake_upstream):
     assert asyncio.run(scenario()) == 0  # delivered and acknowledged
 
 
-def test_health_reports_the_upstreams(gateway, fake_upstream):
-    report = httpx.get(gateway.url + "/health").json()
+def test_health_reports_the_upstreams_to_authenticated_callers_only(gateway, fake_upstream):
+    # This gateway's `authenticate` hook lets anyone in, but only a request offering credentials asks for them.
+    assert httpx.get(gateway.url + "/health").json() == {"status": "ok"}
+    report = httpx.get(gateway.url + "/health", headers={"Authorization": "Bearer anyone"}).json()
     assert report["status"] == "ok"
     assert report["upstreams"][0]["url"] == fake_upstream.url and report["upstreams"][0]["ok"]
 
