@@ -53,6 +53,7 @@ SERVER_TYPES = frozenset(
 # WebSocket close codes for protocol errors (4000-4999 is the application range).
 CLOSE_CODES = {"frame_too_large": 1009}
 DEFAULT_CLOSE_CODE = 4400
+CLOSE_LIMIT = 4429  # a bound of the gateway (a setting, named in the close reason) was reached
 
 
 class ProtocolError(Exception):
@@ -68,8 +69,31 @@ class ProtocolError(Exception):
     def close_code(self) -> int:
         return CLOSE_CODES.get(self.code, DEFAULT_CLOSE_CODE)
 
+    @property
+    def reason(self) -> str:
+        """The WebSocket close reason."""
+        return self.code
+
     def body(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, "action": self.action}
+
+
+class LimitError(ProtocolError):
+    """A bound on what one client may make the gateway hold was reached. `setting` names it (the
+    close reason says it too); `status` is the HTTP answer."""
+
+    def __init__(self, code: str, message: str, action: str, setting: str, status: int = 429) -> None:
+        super().__init__(code, message, action)
+        self.setting = setting
+        self.status = status
+
+    @property
+    def close_code(self) -> int:
+        return CLOSE_LIMIT
+
+    @property
+    def reason(self) -> str:
+        return f"{self.code} (link.{self.setting})"
 
 
 class AuthError(ProtocolError):

@@ -30,6 +30,7 @@ skipping the tokens already sent after checking they came out the same.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import hashlib
 import importlib.metadata
@@ -46,7 +47,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from remote_api.envelope import AuthError, Envelope, ProtocolError, Type, decode, encode
+from remote_api.envelope import CLOSE_LIMIT, AuthError, Envelope, LimitError, ProtocolError, Type, decode, encode
 from remote_api.link_config import LinkConfig
 from remote_api.operator import is_operator
 from remote_api.protocol import (
@@ -58,7 +59,7 @@ from remote_api.protocol import (
     Message,
     PeerError,
 )
-from remote_api.session import CodecFactory, Session, SessionRegistry, TurnProgress, plain_codec
+from remote_api.session import CodecFactory, Session, SessionRegistry, TurnProgress, device_of, plain_codec
 from remote_api.state import MemorySessions, SessionStore, StateError
 from remote_api.upstream import ChatRequest, Finished, Upstream, UpstreamError, UpstreamPool
 
@@ -117,25 +118,38 @@ async def allow_all(conn: HTTPConnection) -> Any:
     return "anonymous"
 
 
-def _who(identity: Any) -> str:
-    """An identity as replicas compare it: the device, not the token."""
-    return str(getattr(identity, "device_id", identity))
+_who = device_of
 
 
 class _WsAttachment:
     """A WebSocket carrying a session: frames go through a queue to one writer task, so a
-    stuck socket never blocks the session loop (the heartbeat notices it instead)."""
+    stuck socket never blocks the session loop (the heartbeat notices it instead).
+
+    A client that stops reading (while it keeps the connection alive) would grow that queue
+    without end: past `limit` bytes the connection is dropped at once (`stuck`) - the session
+    stays, and the client resumes it when it reads again.
+    """
 
     kind = "websocket"
 
-    def __init__(self) -> None:
+    def __init__(self, limit: int) -> None:
         self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        self.queued = 0  # bytes waiting in `queue`
+        self.limit = limit
+        self.stuck = False
+        self.reader: asyncio.Task[None] | None = None  # reads the client's frames; cancelled when stuck
         self.close_code = 1000
         self.close_reason = ""
 
     def push(self, frames: list[bytes]) -> None:
         for frame in frames:
             self.queue.put_nowait(frame)
+            self.queued += len(frame)
+        if self.queued > self.limit and not self.stuck:
+            self.stuck = True
+            self.close(CLOSE_LIMIT, "outbound_overflow (link.outbound_bytes)")
+            if self.reader is not None:
+                self.reader.cancel()
 
     def close(self, code: int, reason: str) -> None:
         self.close_code, self.close_reason = code, reason
@@ -188,6 +202,7 @@ class Gateway:
         self._sweep_interval = min(5.0, config.session_ttl / 4, recheck_interval)
         self._sweeper: asyncio.Task[None] | None = None
         self._closing: set[asyncio.Task[None]] = set()  # sessions ended by a bye
+        self._generating: collections.Counter[str] = collections.Counter()  # device -> replies being written
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -263,16 +278,41 @@ class Gateway:
     async def _open_session(self, hello: Envelope, identity: Any) -> Session:
         """The session a hello resumes (here, or taken over from another replica), or a new one."""
         if not self.sessions.shared:
-            session = self.registry.open(hello, identity)
+            session = self.registry.resumable(hello, identity)
+            if session is None:
+                await self._make_room(identity)
+                session = self.registry.create(identity)
         else:
             session = await self._take_over(hello.sid, identity) if hello.sid else None
             if session is None:
+                await self._make_room(identity)
                 session = self.registry.create(identity)
                 await self.sessions.create_session(session.sid, self.replica, _who(identity))
         session.identity = identity  # the same device; its newest token
         if session.runner is None:
             session.runner = asyncio.create_task(self._run(session), name=f"session-{session.sid}")
         return session
+
+    async def _make_room(self, identity: Any) -> None:
+        """Before a new session: end the device's oldest idle one if it is at its bound; refuse
+        (`LimitError`) if none of its sessions is idle or the gateway is full."""
+        cfg = self.config
+        mine = self.registry.of_device(identity)
+        while len(mine) >= cfg.max_sessions_per_device:
+            idle = [s for s in mine if not s.turns]
+            if not idle:
+                raise LimitError("too_many_sessions", f"this device already has {len(mine)} sessions, each waiting "
+                                 "for a reply, the most the gateway keeps for one device",
+                                 "Wait for a reply to finish, then connect again.", "max_sessions_per_device")
+            oldest = min(idle, key=lambda s: (s.attachment is not None, s.last_active))
+            log.info("session %s ended: its device opened more than %d sessions (oldest idle one goes)",
+                     oldest.sid, cfg.max_sessions_per_device)
+            await self._close_session(oldest, CLOSE_LIMIT, "too_many_sessions (link.max_sessions_per_device)")
+            mine.remove(oldest)
+        if len(self.registry) >= cfg.max_sessions:
+            raise LimitError("gateway_full", f"the gateway holds {len(self.registry)} sessions, its most",
+                             "Try again later; the server's operator may raise link.max_sessions.", "max_sessions",
+                             status=503)
 
     async def _take_over(self, sid: str, identity: Any) -> Session | None:
         local = self.registry.get(sid)
@@ -289,7 +329,7 @@ class Gateway:
         log.info("session %s taken over from replica %s (%d replies in flight)", sid, record.previous_owner,
                  len(session.progress))
         for rid, turn in session.progress.items():
-            session.turns[rid] = asyncio.create_task(self._generate(session, rid, turn))
+            self._start_turn(session, rid, turn)
         return session
 
     async def _write_ahead(self, session: Session) -> bool:
@@ -319,12 +359,13 @@ class Gateway:
             session.attachment.close(CLOSE_SUPERSEDED, "a newer connection took over this session")
         session.attachment = attachment
         session.detached_since = None
+        session.last_active = self.clock()
         session.link.connection_made()
 
     def _detach(self, session: Session, attachment: object) -> None:
         if session.attachment is attachment:
             session.attachment = None
-            session.detached_since = self.clock()
+            session.detached_since = session.last_active = self.clock()
             session.link.connection_lost()
 
     # --- the session loop -----------------------------------------------------------------
@@ -382,12 +423,20 @@ class Gateway:
         if msg.type is Type.CHAT:
             if rid in session.turns:
                 return  # in flight: its reply is already streaming
-            if await self.sessions.claim_rid(rid, session.sid, msg.seq):
+            most = self.config.max_generations_per_device
+            if self._generating[_who(session.identity)] >= most:
+                self._send(session, Type.ERROR, {
+                    "rid": rid, "code": "too_many_generations",
+                    "message": f"This device already has {most} replies being written, the most the gateway "
+                               "allows at once (link.max_generations_per_device).",
+                    "action": "Wait for a reply to finish or cancel one, then ask again.",
+                })
+            elif await self.sessions.claim_rid(rid, session.sid, msg.seq):
                 # The seed is fixed here so a replica taking over can generate the same reply again.
                 request = msg.body | {"seed": msg.body.get("seed") if msg.body.get("seed") is not None
                                       else secrets.randbelow(2**31)}
                 turn = session.progress[rid] = TurnProgress(request)
-                session.turns[rid] = asyncio.create_task(self._generate(session, rid, turn))
+                self._start_turn(session, rid, turn)
             else:
                 self._send(session, Type.ERROR, {
                     "rid": rid, "code": "duplicate_request",
@@ -400,6 +449,18 @@ class Gateway:
                 turn.cancel()
         elif msg.type is Type.OUTFIT:
             log.info("session %s: outfit %s", session.sid, msg.body["outfit"])
+
+    def _start_turn(self, session: Session, rid: str, turn: TurnProgress) -> None:
+        """Generate reply `rid`, counted against its device until the task is over."""
+        who = _who(session.identity)
+        self._generating[who] += 1
+        task = session.turns[rid] = asyncio.create_task(self._generate(session, rid, turn))
+        task.add_done_callback(lambda _: self._turn_over(who))
+
+    def _turn_over(self, who: str) -> None:
+        self._generating[who] -= 1
+        if self._generating[who] <= 0:
+            del self._generating[who]
 
     def _send(self, session: Session, kind: Type, body: dict[str, Any]) -> None:
         if not session.closed:
@@ -439,12 +500,13 @@ class Gateway:
                         self._send(session, Type.DONE, {"rid": rid, "reason": item.reason, "tokens": turn.sent,
                                                         "timings": item.timings})
                         return
-                    if session.link.backlog >= self.config.replay_limit:
+                    link = session.link
+                    if link.backlog >= self.config.replay_limit or link.backlog_bytes >= self.config.outbound_bytes:
                         self._send(session, Type.ERROR, {
                             "rid": rid, "code": "replay_overflow",
-                            "message": f"The reply outgrew the gateway's replay buffer "
-                                       f"({self.config.replay_limit} messages) while the app was not "
-                                       "receiving; the rest was dropped.",
+                            "message": f"The reply outgrew the gateway's replay buffer ({self.config.replay_limit} "
+                                       f"messages, link.replay_limit, or {self.config.outbound_bytes} bytes, "
+                                       "link.outbound_bytes) while the app was not receiving; the rest was dropped.",
                             "action": "Check the network connection, then ask again.",
                         })
                         return
@@ -496,17 +558,40 @@ class Gateway:
             return
         try:
             session = await self._open_session(hello, identity)
-        except StateError as exc:
-            log.error("cannot open a session: %s", exc)
+        except (StateError, LimitError) as exc:
+            if isinstance(exc, LimitError):
+                log.info("refused a new session: %s", exc)
+                refusal, code, reason = _error_frame(exc.code, exc.message, exc.action), exc.close_code, exc.reason
+            else:
+                log.error("cannot open a session: %s", exc)
+                refusal, code, reason = _error_frame(*_STATE_DOWN), 1011, ""
             with contextlib.suppress(RuntimeError, WebSocketDisconnect):
-                await ws.send_text(_error_frame(*_STATE_DOWN).decode())
-                await ws.close(1011)
+                await ws.send_text(refusal.decode())
+                await ws.close(code, reason)
             return
-        att = _WsAttachment()
+        att = _WsAttachment(self.config.outbound_bytes)
         self._attach(session, att)
         writer = asyncio.create_task(self._ws_writer(ws, att))
+        att.reader = asyncio.create_task(self._ws_read(ws, session, att, first))
         try:
-            frame = first
+            await asyncio.wait([att.reader])
+        finally:
+            att.reader.cancel()
+            self._detach(session, att)
+            att.close(att.close_code, att.close_reason)
+            if att.stuck:  # the writer waits for a socket the client does not read: drop the connection
+                log.info("session %s: the client is not reading (over %d bytes waiting, link.outbound_bytes); "
+                         "connection dropped, the session is kept", session.sid, att.limit)
+                writer.cancel()
+            await asyncio.gather(writer, return_exceptions=True)
+            if att.stuck:
+                with contextlib.suppress(Exception):  # it is only told if it reads again soon
+                    await asyncio.wait_for(ws.close(att.close_code, att.close_reason), 0.5)
+
+    async def _ws_read(self, ws: WebSocket, session: Session, att: _WsAttachment, frame: bytes | str) -> None:
+        """Feed the client's frames to its session until it disconnects, breaks the protocol or
+        another connection takes the session over."""
+        with contextlib.suppress(WebSocketDisconnect):
             while session.attachment is att:
                 try:
                     session.link.receive(frame)
@@ -514,17 +599,11 @@ class Gateway:
                     log.warning("session %s: bad envelope from the client: %s", session.sid, exc)
                     if await self._write_ahead(session):
                         att.push(session.link.data_to_send())
-                    att.close(exc.close_code, exc.code)
-                    break
+                    att.close(exc.close_code, exc.reason)
+                    return
                 finally:
                     session.wake.set()
                 frame = await self._ws_frame(ws)
-        except WebSocketDisconnect:
-            pass
-        finally:
-            self._detach(session, att)
-            att.close(att.close_code, att.close_reason)
-            await writer
 
     @staticmethod
     async def _ws_frame(ws: WebSocket) -> bytes | str:
@@ -537,6 +616,7 @@ class Gateway:
     async def _ws_writer(ws: WebSocket, att: _WsAttachment) -> None:
         with contextlib.suppress(Exception):  # the socket may already be gone: nothing to do
             while (frame := await att.queue.get()) is not None:
+                att.queued -= len(frame)
                 await ws.send_text(frame.decode())
             await ws.close(att.close_code, att.close_reason)
 
@@ -575,6 +655,9 @@ class Gateway:
             except StateError as exc:
                 log.error("cannot open a session: %s", exc)
                 return error_response(503, *_STATE_DOWN)
+            except LimitError as exc:
+                log.info("refused a new session: %s", exc)
+                return error_response(exc.status, exc.code, exc.message, exc.action)
             att: _PollAttachment = _PollAttachment()
             self._attach(session, att)
         else:
@@ -588,7 +671,8 @@ class Gateway:
         except ProtocolError as exc:
             log.warning("session %s: bad envelope from the client: %s", session.sid, exc)
             self._detach(session, att)
-            return error_response(400, exc.code, exc.message, exc.action)
+            return error_response(exc.status if isinstance(exc, LimitError) else 400, exc.code, exc.message,
+                                  exc.action)
         finally:
             session.wake.set()
         if first.type is Type.HELLO:  # answer with the welcome (and any replay) at once

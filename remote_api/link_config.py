@@ -40,6 +40,15 @@ class LinkConfig:
     replay_limit: int = 4096
     reorder_window: int = 1024
     session_ttl: float = 300.0
+    # Bounds on what one client can make the gateway hold (`LimitError`, close code 4429): bytes
+    # of envelopes waiting for a missing one, bytes waiting to reach the client (unacknowledged,
+    # or queued for a socket it does not read), sessions and replies being written per device,
+    # and sessions per gateway process. A device over its session bound loses its oldest idle one.
+    reorder_bytes: int = 4 * 1024 * 1024
+    outbound_bytes: int = 4 * 1024 * 1024
+    max_sessions_per_device: int = 8
+    max_generations_per_device: int = 4
+    max_sessions: int = 10_000
 
     def __post_init__(self) -> None:
         for f in fields(self):

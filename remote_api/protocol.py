@@ -34,6 +34,7 @@ from remote_api.envelope import (
     MAX_ID_LEN,
     SERVER_TYPES,
     Envelope,
+    LimitError,
     ProtocolError,
     Type,
     decode,
@@ -180,6 +181,7 @@ class _Outgoing:
     type: Type
     body: dict[str, Any]  # plain
     ts: int
+    size: int = 0  # the most its frame can take on the wire
     wire: dict[str, Any] | None = None  # the body as sealed under the keys of `epoch`
     epoch: str = ""
     sent_at: float | None = None  # last handed to a transport
@@ -222,8 +224,10 @@ class LinkProtocol:
         self._out_seq = 0
         self._peer_acked = 0
         self._unacked: dict[int, _Outgoing] = {}  # insertion order == seq order
+        self._unacked_bytes = 0
         self._recv_seq = 0
-        self._reorder: dict[int, Message] = {}
+        self._reorder: dict[int, tuple[Message, int]] = {}  # seq -> (message, its frame's size)
+        self._reorder_bytes = 0
         self._outq: list[int | _Control] = []
         self._events: list[Event] = []
         self._ack_due: float | None = None
@@ -272,6 +276,11 @@ class LinkProtocol:
         return len(self._unacked)
 
     @property
+    def backlog_bytes(self) -> int:
+        """The replay buffer's size: what its envelopes take on the wire, at most."""
+        return self._unacked_bytes
+
+    @property
     def sent_seq(self) -> int:
         """The seq of the last data envelope queued by `send`."""
         return self._out_seq
@@ -306,7 +315,9 @@ class LinkProtocol:
         if self.role is not Role.SERVER or self._ever_open:
             raise ValueError("only a fresh server-side LinkProtocol can take over a session")
         self._out_seq, self._recv_seq, self._peer_acked = sent_seq, recv_seq, acked_seq
-        self._unacked = {o.seq: _Outgoing(o.seq, o.type, o.body, o.ts) for o in unacked if o.seq > acked_seq}
+        self._unacked = {o.seq: _Outgoing(o.seq, o.type, o.body, o.ts, self._frame_size(o.body))
+                         for o in unacked if o.seq > acked_seq}
+        self._unacked_bytes = sum(o.size for o in self._unacked.values())
         self._ever_open = True
 
     # --- connection lifecycle ---------------------------------------------------------------
@@ -346,13 +357,13 @@ class LinkProtocol:
         except ProtocolError as exc:
             raise ValueError(exc.message) from None
         out = _Outgoing(self._out_seq + 1, kind, dict(body), self._now_ms())
-        plain = len(encode_body(out.body))
-        size = _HEADER_BOUND + plain + self._codec.expansion(plain)
-        if size > self.config.max_frame_bytes:
-            raise ValueError(f"a '{kind}' of {size} bytes exceeds the link's limit of "
+        out.size = self._frame_size(out.body)
+        if out.size > self.config.max_frame_bytes:
+            raise ValueError(f"a '{kind}' of {out.size} bytes exceeds the link's limit of "
                              f"{self.config.max_frame_bytes} bytes; shorten it (trim the history)")
         self._out_seq = out.seq
         self._unacked[out.seq] = out
+        self._unacked_bytes += out.size
         if self._state is State.OPEN:
             out.queued = True
             self._outq.append(out.seq)
@@ -379,7 +390,7 @@ class LinkProtocol:
             if self._state is State.HANDSHAKE:
                 self._handshake(env)
             else:
-                self._open_receive(env)
+                self._open_receive(env, len(data))
         except ProtocolError as exc:
             self._outq.append((Type.ERROR, exc.body()))
             raise
@@ -475,6 +486,10 @@ class LinkProtocol:
     def _now_ms(self) -> int:
         return int(self._wall() * 1000)
 
+    def _frame_size(self, body: dict[str, Any]) -> int:
+        plain = len(encode_body(body))
+        return _HEADER_BOUND + plain + self._codec.expansion(plain)
+
     def _reset_connection(self) -> None:
         self._outq.clear()
         for out in self._unacked.values():
@@ -515,7 +530,7 @@ class LinkProtocol:
             else:  # the server forgot us: start over under the new session id
                 self._events.append(SessionLost(self._sid, env.sid))
                 self._sid = env.sid
-                self._out_seq = self._peer_acked = self._recv_seq = 0
+                self._out_seq = self._peer_acked = self._recv_seq = self._unacked_bytes = self._reorder_bytes = 0
                 self._unacked.clear()
                 self._reorder.clear()
             self._interval = min(self.config.heartbeat_interval, env.body["heartbeat_interval"])
@@ -531,14 +546,14 @@ class LinkProtocol:
         self._queue_unacked()
         self._events.append(Connected(self._sid, resumed))
 
-    def _open_receive(self, env: Envelope) -> None:
+    def _open_receive(self, env: Envelope, size: int) -> None:
         if env.sid != self._sid:
             raise ProtocolError("wrong_session", f"envelope for session {env.sid!r} on session {self._sid!r}")
         if env.type in (Type.HELLO, Type.WELCOME):
             raise ProtocolError("unexpected_type", f"'{env.type}' may only open a connection")
         self._on_ack(env.ack)
         if env.seq:
-            self._on_data(env)
+            self._on_data(env, size)
         elif env.type is Type.PING:
             self._outq.append((Type.PONG, {"n": env.body["n"]}))
         elif env.type is Type.PONG:
@@ -557,10 +572,12 @@ class LinkProtocol:
         if ack <= self._peer_acked:
             return
         for seq in range(self._peer_acked + 1, ack + 1):
-            self._unacked.pop(seq, None)
+            out = self._unacked.pop(seq, None)
+            if out is not None:
+                self._unacked_bytes -= out.size
         self._peer_acked = ack
 
-    def _on_data(self, env: Envelope) -> None:
+    def _on_data(self, env: Envelope, size: int) -> None:
         now = self._clock()
         if env.seq <= self._recv_seq or env.seq in self._reorder:
             self._ack_due = now  # a duplicate: the peer may have missed our ack, send it at once
@@ -569,11 +586,20 @@ class LinkProtocol:
             raise ProtocolError(
                 "bad_seq", f"seq {env.seq} is over {self.config.reorder_window} ahead of {self._recv_seq}"
             )
+        early = env.seq > self._recv_seq + 1
+        if early and self._reorder_bytes + size > self.config.reorder_bytes:
+            raise LimitError(
+                "reorder_overflow", f"more than {self.config.reorder_bytes} bytes of envelopes arrived ahead of "
+                f"envelope {self._recv_seq + 1}, which is still missing", "Send the missing envelope first.",
+                "reorder_bytes", status=413)
         body = self._codec.open(header_ad(env.type, env.seq, env.sid, env.ts, env.v), env.body)
         validate_body(env.type, body)
-        self._reorder[env.seq] = Message(env.type, body, env.seq, env.ts)
+        self._reorder[env.seq] = (Message(env.type, body, env.seq, env.ts), size if early else 0)
+        self._reorder_bytes += size if early else 0
         while self._recv_seq + 1 in self._reorder:
             self._recv_seq += 1
-            self._events.append(self._reorder.pop(self._recv_seq))
+            message, held = self._reorder.pop(self._recv_seq)
+            self._reorder_bytes -= held
+            self._events.append(message)
         if self._ack_due is None:
             self._ack_due = now + self.config.ack_delay

@@ -32,6 +32,11 @@ def plain_codec(identity: Any) -> BodyCodec:
     return PlainCodec()
 
 
+def device_of(identity: Any) -> str:
+    """An identity as sessions are counted and replicas compare it: the device, not the token."""
+    return str(getattr(identity, "device_id", identity))
+
+
 class TurnProgress:
     """A reply being generated: its request and the tokens sent so far (count + text hash).
 
@@ -70,6 +75,7 @@ class Session:
     identity: Any = None  # what authenticate() said about the client (updated by every request)
     attachment: Any = None
     detached_since: float | None = None
+    last_active: float = 0.0  # last attached or detached: the oldest idle session goes first
     turns: dict[str, asyncio.Task[None]] = field(default_factory=dict)  # rid -> generation
     progress: dict[str, TurnProgress] = field(default_factory=dict)  # rid -> how far it got
     finished: set[str] = field(default_factory=set)  # turns to forget in the shared state
@@ -114,6 +120,7 @@ class SessionRegistry:
         self._clock = clock
         self._codec_factory = codec_factory
         self._sessions: dict[str, Session] = {}
+        self._by_device: dict[str, dict[str, Session]] = {}
 
     def __len__(self) -> int:
         return len(self._sessions)
@@ -121,15 +128,15 @@ class SessionRegistry:
     def __iter__(self):
         return iter(list(self._sessions.values()))
 
-    def open(self, hello: Envelope, identity: Any = None) -> Session:
-        """The session a hello asks to resume, or a new one (unknown or expired id included).
+    def resumable(self, hello: Envelope, identity: Any = None) -> Session | None:
+        """The session a hello asks to resume, if it is here (None: a new one is needed).
 
         Only the identity that opened a session may resume it; anyone else gets a new one.
         """
         existing = self._sessions.get(hello.sid) if hello.sid else None
         if existing is not None and not existing.closed and existing.identity == identity:
             return existing
-        return self.create(identity)
+        return None
 
     def create(self, identity: Any) -> Session:
         return self._add(secrets.token_urlsafe(18), identity)
@@ -145,8 +152,9 @@ class SessionRegistry:
     def _add(self, sid: str, identity: Any) -> Session:
         link = LinkProtocol(Role.SERVER, self.config, clock=self._clock, sid=sid,
                             codec=self._codec_factory(identity))
-        session = Session(sid, link, identity, detached_since=self._clock())
+        session = Session(sid, link, identity, detached_since=self._clock(), last_active=self._clock())
         self._sessions[sid] = session
+        self._by_device.setdefault(device_of(identity), {})[sid] = session
         return session
 
     def get(self, sid: str) -> Session | None:
@@ -156,6 +164,14 @@ class SessionRegistry:
         session.closed = True
         if self._sessions.get(session.sid) is session:
             del self._sessions[session.sid]
+            device = self._by_device[device_of(session.identity)]
+            del device[session.sid]
+            if not device:
+                del self._by_device[device_of(session.identity)]
+
+    def of_device(self, identity: Any) -> list[Session]:
+        """The sessions of `identity`'s device."""
+        return list(self._by_device.get(device_of(identity), {}).values())
 
     def expired(self) -> list[Session]:
         """Sessions nobody has carried for longer than `session_ttl`."""
