@@ -259,6 +259,9 @@ class Gateway:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        # A cancelled task keeps its traceback, whose frames hold the session: let go of it now,
+        # so its buffers are freed at once rather than at the next full garbage collection.
+        session.runner = None
         if forget:
             await self.sessions.drop_session(session.sid, self.replica)
 
