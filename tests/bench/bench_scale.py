@@ -214,7 +214,9 @@ def ramp(upstream: subprocess.Popen, port: int, seal: bool, steps: list[int], wa
          where: Path) -> list[Step]:
     """One gateway (`seal` on or off), sessions stepped up until it is overloaded."""
     config = where / f"gateway-{'sealed' if seal else 'plain'}.toml"
-    config.write_text(f"[auth]\nseal = {str(seal).lower()}\n")
+    # One device, many sessions, all talking at once: lift that device's bounds (not the gateway's).
+    config.write_text(f"[auth]\nseal = {str(seal).lower()}\n[link]\nmax_sessions_per_device = 100000\n"
+                      "max_generations_per_device = 100000\n")
     gateway_port = free_port()
     url = f"http://127.0.0.1:{gateway_port}"
     results: list[Step] = []
