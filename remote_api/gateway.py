@@ -300,8 +300,7 @@ class Gateway:
         """Before a new session: end the device's oldest idle one if it is at its bound; refuse
         (`LimitError`) if none of its sessions is idle or the gateway is full."""
         cfg = self.config
-        mine = self.registry.of_device(identity)
-        while len(mine) >= cfg.max_sessions_per_device:
+        while len(mine := self.registry.of_device(identity)) >= cfg.max_sessions_per_device:
             idle = [s for s in mine if not s.turns]
             if not idle:
                 raise LimitError("too_many_sessions", f"this device already has {len(mine)} sessions, each waiting "
@@ -311,7 +310,6 @@ class Gateway:
             log.info("session %s ended: its device opened more than %d sessions (oldest idle one goes)",
                      oldest.sid, cfg.max_sessions_per_device)
             await self._close_session(oldest, CLOSE_LIMIT, "too_many_sessions (link.max_sessions_per_device)")
-            mine.remove(oldest)
         if len(self.registry) >= cfg.max_sessions:
             raise LimitError("gateway_full", f"the gateway holds {len(self.registry)} sessions, its most",
                              "Try again later; the server's operator may raise link.max_sessions.", "max_sessions",

@@ -34,7 +34,8 @@ def test_toml_then_env_overrides(tmp_path):
 
 
 @pytest.mark.parametrize(("text", "env", "message"), [
-    ("[gateway]\nprot = 1\n", {}, r"unknown setting 'gateway\.prot' in .*stella\.toml; known settings here: allowed_origins, api, host"),
+    ("[gateway]\nprot = 1\n", {},
+     r"unknown setting 'gateway\.prot' in .*stella\.toml; known settings here: allowed_origins, api, host"),
     ("[gateway]\nport = 'x'\n", {}, r"setting 'gateway\.port' in .*stella\.toml: expected a whole number, got 'x'"),
     ("[gateway]\napi = 'gpt'\n", {}, r"expected one of 'chat', 'completion', got 'gpt'"),
     ("gateway = 3\n", {}, r"setting 'gateway' in .* must be a table"),

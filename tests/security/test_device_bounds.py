@@ -28,12 +28,13 @@ from websockets.exceptions import ConnectionClosed
 from remote_api.client import Done, Error, LinkClient
 from remote_api.config import ServerConfig, load_config
 from remote_api.credentials import Credentials, TokenSource, pair
-from remote_api.envelope import CLOSE_LIMIT, Envelope, Type, decode, encode
+from remote_api.envelope import CLOSE_LIMIT, Envelope, LimitError, Type, decode, encode
 from remote_api.link_config import LinkConfig
 from remote_api.processes import free_port, running
 from remote_api.protocol import LinkProtocol, Role
 from remote_api.seal import SealCodec
 from tests.fakes.llama_server import FakeLlamaServer
+from tests.link import test_protocol as sans_io
 from tests.link.harness import FAST, collect
 
 from .conftest import HI, SecureGateway, expected
@@ -234,6 +235,29 @@ def test_envelopes_held_ahead_of_a_missing_one_are_bounded_in_bytes(secure_facto
     assert got[-1].type is Type.ERROR and error["code"] == "reorder_overflow" and "100000 bytes" in error["message"]
     assert len(sessions) == 1  # the connection is refused; the session may still be resumed
     assert fake_upstream.generations == 0
+
+
+def test_the_reorder_budget_comes_back_once_the_gap_is_filled():
+    """Sans-I/O: bytes count while they wait for a missing envelope, and only that long."""
+    _, client, server = sans_io.make_pair(dataclasses.replace(sans_io.CFG, reorder_bytes=10_000))
+    sans_io.connect(client, server)
+
+    def chats(n: int) -> list[bytes]:
+        for _ in range(n):
+            client.send(Type.CHAT, {"rid": uuid.uuid4().hex, "messages": [{"role": "user", "content": "x" * 2000}]})
+        return client.data_to_send()
+
+    first = chats(6)  # seq 1..6, ~2.2 KB each
+    for frame in first[1:5]:  # 2..5 wait for 1: ~8.8 KB
+        server.receive(frame)
+    with pytest.raises(LimitError) as over:
+        server.receive(first[5])  # 6 would pass 10,000 bytes
+    assert over.value.code == "reorder_overflow" and over.value.reason == "reorder_overflow (link.reorder_bytes)"
+    server.receive(first[0])
+    assert [m.seq for m in sans_io.messages(server)] == [1, 2, 3, 4, 5]
+    for frame in chats(4):  # 7..10 wait for 6 (refused above): the budget is whole again
+        server.receive(frame)
+    assert server.recv_seq == 5 and sans_io.messages(server) == []
 
 
 def test_a_client_that_stops_reading_is_dropped_and_resumes_its_session_later(secure_factory, fake_upstream):
