@@ -118,9 +118,6 @@ async def allow_all(conn: HTTPConnection) -> Any:
     return "anonymous"
 
 
-_who = device_of
-
-
 class _WsAttachment:
     """A WebSocket carrying a session: frames go through a queue to one writer task, so a
     stuck socket never blocks the session loop (the heartbeat notices it instead).
@@ -236,7 +233,7 @@ class Gateway:
         assert self.recheck is not None
         verdicts: dict[tuple[str, str], AuthError | None] = {}  # many sessions share a device and token
         for session in self.registry:
-            key = (_who(session.identity), str(getattr(session.identity, "jti", "")))
+            key = (device_of(session.identity), str(getattr(session.identity, "jti", "")))
             if key not in verdicts:
                 verdicts[key] = await self.recheck(session.identity)
             refused = verdicts[key]
@@ -290,7 +287,7 @@ class Gateway:
             if session is None:
                 await self._make_room(identity)
                 session = self.registry.create(identity)
-                await self.sessions.create_session(session.sid, self.replica, _who(identity))
+                await self.sessions.create_session(session.sid, self.replica, device_of(identity))
         session.identity = identity  # the same device; its newest token
         if session.runner is None:
             session.runner = asyncio.create_task(self._run(session), name=f"session-{session.sid}")
@@ -319,7 +316,7 @@ class Gateway:
         local = self.registry.get(sid)
         if local is not None and local.identity != identity:
             return None  # another device's session: leave it alone
-        record = await self.sessions.take_session(sid, self.replica, _who(identity))
+        record = await self.sessions.take_session(sid, self.replica, device_of(identity))
         if record is not None and record.previous_owner == self.replica and local is not None:
             return local  # ours all along: memory is as new as the store, or newer
         if local is not None:
@@ -425,7 +422,7 @@ class Gateway:
             if rid in session.turns:
                 return  # in flight: its reply is already streaming
             most = self.config.max_generations_per_device
-            if self._generating[_who(session.identity)] >= most:
+            if self._generating[device_of(session.identity)] >= most:
                 self._send(session, Type.ERROR, {
                     "rid": rid, "code": "too_many_generations",
                     "message": f"This device already has {most} replies being written, the most the gateway "
@@ -453,7 +450,7 @@ class Gateway:
 
     def _start_turn(self, session: Session, rid: str, turn: TurnProgress) -> None:
         """Generate reply `rid`, counted against its device until the task is over."""
-        who = _who(session.identity)
+        who = device_of(session.identity)
         self._generating[who] += 1
         task = session.turns[rid] = asyncio.create_task(self._generate(session, rid, turn))
         task.add_done_callback(lambda _: self._turn_over(who))
