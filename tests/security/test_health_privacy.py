@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 from starlette.requests import HTTPConnection
 
-from remote_api.credentials import TokenSource
+from remote_api.credentials import TokenSource, pair
 from remote_api.operator import OPERATOR_HEADER, is_operator
 from remote_api.processes import free_port, running
 from tests.fakes.llama_server import FakeLlamaServer
@@ -68,9 +68,16 @@ def test_stella_server_health_shows_the_details_to_the_operator_on_the_gateway_m
                                   capture_output=True, text=True, timeout=30, env=env)
         human = subprocess.run([str(BIN / "stella-server"), "health", "--server", url],
                                capture_output=True, text=True, timeout=30, env=env)
-        other_user = subprocess.run([str(BIN / "stella-server"), "health", "--server", url],  # no secret file
-                                    capture_output=True, text=True, timeout=30,
-                                    env={**env, "XDG_STATE_HOME": str(tmp_path / "elsewhere")})
+        elsewhere = {**env, "XDG_STATE_HOME": str(tmp_path / "elsewhere")}  # no secret file there
+        other_user = subprocess.run([str(BIN / "stella-server"), "health", "--server", url],
+                                    capture_output=True, text=True, timeout=30, env=elsewhere)
+        added = subprocess.run([str(BIN / "stella-server"), "device", "add", "phone", "--data-dir",
+                                str(tmp_path / "gateway")], capture_output=True, text=True, timeout=30, env=env)
+        creds = asyncio.run(pair(url, added.stdout.split("--pair ")[1].split()[0]))
+        creds.save(tmp_path / "phone.json")
+        device = subprocess.run([str(BIN / "stella-server"), "health", "--server", url, "--credentials",
+                                 str(tmp_path / "phone.json")], capture_output=True, text=True, timeout=30,
+                                env=elsewhere)
     assert public == {"status": "ok"}
     assert mode == 0o600
     report = json.loads(operator.stdout)
@@ -78,4 +85,5 @@ def test_stella_server_health_shows_the_details_to_the_operator_on_the_gateway_m
     assert human.returncode == 0 and fake_upstream.url in human.stdout and "session" in human.stdout
     assert other_user.returncode == 0 and fake_upstream.url not in other_user.stdout
     assert "operator" in other_user.stdout  # it says what would show the details
+    assert device.returncode == 0 and fake_upstream.url in device.stdout  # a paired device's token, from anywhere
     assert not secret_file.exists()  # gone with the gateway
