@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.llama, pytest.mark.keyring, pytest.mark.display]
 
 BUILT_IN = ["hoodie", "red_dress", "school", "space", "pyjamas", "formal"]
 OUTFIT_IDS = "[...document.querySelectorAll('.outfit')].map((b) => b.dataset.outfit)"
-TOASTS = "[...document.querySelectorAll('#toasts .toast p')].map((p) => p.textContent).join(' | ')"
+TOASTS = "[...document.querySelectorAll('#toasts .toast[data-kind=error] p')].map((p) => p.textContent).join(' | ')"
 
 
 def user_env(engine_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
@@ -73,6 +73,6 @@ def test_a_broken_user_atlas_is_explained_in_the_window_and_the_built_in_outfits
         assert "Your own character could not be loaded, so the built-in one is shown." in message
         assert f"{atlas / 'manifest.json'}: unsupported manifest format 'stella-atlas/9'" in message
         assert "stella outfits build" in message
-        toast = window.look("#toasts .toast")
+        toast = window.look("#toasts .toast[data-kind=error]")
         assert toast.shape[0] > 20 and toast.std() > 10, "the message is not drawn on the screen"
         window.close_and_check_nothing_is_left()
