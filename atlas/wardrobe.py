@@ -78,12 +78,9 @@ def remove(outfit_id: str, folders: UserFolders | None = None) -> Manifest:
 
 
 def rebuild(folders: UserFolders | None = None) -> Manifest:
-    """Build the atlas again from the user's character folder, after its PNGs were edited by hand."""
-    folders = folders or UserFolders.default()
-    if not (folders.source / "character.json").is_file():
-        raise AtlasError(folders.source, "you have no character of your own yet: add an outfit with "
-                                         "`stella outfits add ID --layers DIR` (it starts from the built-in one)")
-    return _rebuilt(folders, None)
+    """Build the atlas again from the user's character folder, after PNGs were edited or dropped in
+    by hand (the first time, the folder is made from the built-in character)."""
+    return _rebuilt(folders or UserFolders.default(), None)
 
 
 def reset(folders: UserFolders | None = None) -> bool:
@@ -169,7 +166,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     a.add_argument("--name", help="the button label (default: from the id, 'red_hat' -> 'Red hat')")
     r = sub.add_parser("remove", help="take an outfit out of your character and rebuild")
     r.add_argument("id", metavar="ID")
-    sub.add_parser("build", help="rebuild your atlas after editing the PNGs in your character folder")
+    sub.add_parser("build", help="rebuild your atlas from your character folder, after adding or editing PNGs there "
+                                 "(the first time, the folder is made from the built-in character)")
     sub.add_parser("reset", help="remove your character and atlas: the built-in one is shown again")
     p.set_defaults(func=run)
 
@@ -191,7 +189,7 @@ def run(args: argparse.Namespace) -> int:
             done = f"removed {args.id!r}"
         else:
             manifest = rebuild(folders)
-            done = "rebuilt your atlas"
+            done = f"built your atlas from {folders.source}"
     except AtlasError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -62,15 +62,20 @@ def stella(*args: str, data_home: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_stella_outfits_add_builds_the_users_atlas_and_the_app_chooses_it(tmp_path: Path) -> None:
-    """From nothing: the first add draws the built-in character into the user's folder, adds the cape,
-    builds the atlas there; `list` shows it as theirs; the installed app is not touched."""
+    """From nothing: the first build draws the built-in character into the user's folder and builds
+    the atlas there; `add` puts the cape in; `list` shows it as theirs; the installed app is not touched."""
     before = {p: p.read_bytes() for p in DEFAULT_DIR.iterdir()}
     layers = write_cape_layers(tmp_path / "my cape")
     data_home = tmp_path / "xdg-data"
+    folders = UserFolders(data_home / "stella")
+
+    built = stella("outfits", "build", data_home=data_home)
+    assert built.returncode == 0, built.stderr
+    assert "6 outfits" in built.stdout and (folders.source / "outfits" / "hoodie" / "outfit.png").is_file()
+    assert [o.id for o in choose_atlas(folders=folders).manifest.outfits] == BUILT_IN
 
     added = stella("outfits", "add", "cape", "--layers", str(layers), "--name", "Teal cape", data_home=data_home)
     assert added.returncode == 0, added.stderr
-    folders = UserFolders(data_home / "stella")
     assert "added 'cape': 7 outfits" in added.stdout and str(folders.atlas) in added.stdout
 
     choice = choose_atlas(folders=folders)
@@ -101,6 +106,13 @@ def test_the_new_outfit_is_drawn_with_its_layers_over_the_body(with_cape: UserFo
     assert share_of(cape[int(0.6 * h):], TEAL) > 0.3 and share_of(hoodie[int(0.6 * h):], TEAL) < 0.01
     assert share_of(cape[: int(0.14 * h)], GOLD) > 0.02
     assert (talking != cape).any(), "the face overlays of the new outfit (mouth open) do not change the frame"
+
+
+def test_a_folder_of_layers_dropped_into_your_character_and_rebuilt(folders: UserFolders, tmp_path: Path) -> None:
+    write_cape_layers(folders.source / "outfits" / "zz_cape")
+    manifest = wardrobe.rebuild(folders)
+    assert [o.id for o in manifest.outfits] == [*BUILT_IN, "zz_cape"] and manifest.outfit("zz_cape").name == "Zz cape"
+    assert choose_atlas(folders=folders).user
 
 
 def test_remove_and_rebuild_after_editing_a_layer_by_hand(with_cape: UserFolders) -> None:
@@ -216,12 +228,6 @@ def test_a_broken_hand_edit_is_reported_in_place_and_the_old_atlas_kept(with_cap
     assert (with_cape.atlas / "atlas.png").read_bytes() == built
 
 
-def test_build_without_a_character_of_your_own(tmp_path: Path) -> None:
-    with pytest.raises(AtlasError) as info:
-        wardrobe.rebuild(UserFolders(tmp_path / "nobody"))
-    assert "no character of your own yet" in str(info.value) and "stella outfits add" in str(info.value)
-
-
 def test_cli_error_exits_2_with_the_file_and_the_fix(tmp_path: Path) -> None:
     layers = write_cape_layers(tmp_path / "hat", size=(100, 100))
     proc = stella("outfits", "add", "hat", "--layers", str(layers), data_home=tmp_path / "xdg-data")
@@ -236,6 +242,13 @@ def test_cli_error_exits_2_with_the_file_and_the_fix(tmp_path: Path) -> None:
 def test_without_a_user_atlas_the_built_in_one_is_shown_quietly(tmp_path: Path) -> None:
     choice = choose_atlas(folders=UserFolders(tmp_path / "nobody"))
     assert choice.folder == DEFAULT_DIR and not choice.user and not choice.problem
+
+
+def test_an_atlas_set_in_the_app_settings_comes_first(with_cape: UserFolders, tmp_path: Path) -> None:
+    choice = choose_atlas(str(with_cape.atlas), folders=UserFolders(tmp_path / "someone-else"))
+    assert choice.user and choice.folder == with_cape.atlas and "cape" in {o.id for o in choice.manifest.outfits}
+    missing = choose_atlas(str(tmp_path / "nowhere"), folders=with_cape)
+    assert missing.folder == DEFAULT_DIR and str(tmp_path / "nowhere" / "manifest.json") in missing.problem
 
 
 def _break_manifest(folders: UserFolders, edit) -> None:  # noqa: ANN001 - dict -> None
