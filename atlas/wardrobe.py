@@ -18,6 +18,7 @@ from pathlib import Path
 
 from atlas.builder import build
 from atlas.errors import AtlasError
+from atlas.figure import CELL
 from atlas.manifest import DEFAULT_DIR, Manifest
 from atlas.source import DEFAULT_LAYERS, OUTFIT_ID, load_source, read_layer
 from atlas.user import UserFolders, choose_atlas
@@ -31,7 +32,6 @@ def add(outfit_id: str, layers: Path, name: str | None = None, folders: UserFold
     """Add the outfit whose layer PNGs are in `layers` and rebuild; errors name the user's file."""
     folders = folders or UserFolders.default()
     layers = Path(layers)
-
     if not OUTFIT_ID.match(outfit_id):
         raise AtlasError(folders.source / "outfits" / outfit_id,
                          f"{outfit_id!r} cannot be an outfit id: use lowercase letters, digits, '_' or '-' "
@@ -39,21 +39,24 @@ def add(outfit_id: str, layers: Path, name: str | None = None, folders: UserFold
     if name is not None and not name.strip():
         raise AtlasError(layers, "--name must not be empty: it is the outfit button's label")
     found = _layer_files(layers)
+    if (folders.source / "character.json").is_file():
+        mine = load_source(folders.source)
+        cell, taken = mine.cell, {o.id: o.name for o in mine.outfits}
+    else:  # the first add starts from the built-in character
+        cell, taken = CELL, {o.id: o.name for o in Manifest.load(DEFAULT_DIR).outfits}
+    if outfit_id in taken:
+        raise AtlasError(folders.source / "outfits" / outfit_id,
+                         f"duplicate id: your character already has an outfit {outfit_id!r} ({taken[outfit_id]!r}); "
+                         f"pick another id, or remove it first with `stella outfits remove {outfit_id}`")
+    for path in found:
+        read_layer(path, cell)  # PNG, RGBA, exactly the cell: the user's own file is named, before any work
 
     def change(src: Path) -> None:
-        source = load_source(src)
+        meta: dict[str, object] = {"order": max(o.order for o in load_source(src).outfits) + 1}  # after the others
         target = src / "outfits" / outfit_id
-        if target.exists():
-            taken = next((o.name for o in source.outfits if o.id == outfit_id), outfit_id)
-            raise AtlasError(folders.source / "outfits" / outfit_id,
-                             f"duplicate id: your character already has an outfit {outfit_id!r} ({taken!r}); "
-                             f"pick another id, or remove it first with `stella outfits remove {outfit_id}`")
-        for path in found:
-            read_layer(path, source.cell)  # PNG, RGBA, exactly the cell: the user's own file is named
         target.mkdir(parents=True)
         for path in found:
             shutil.copyfile(path, target / path.name)
-        meta = {"order": max(o.order for o in source.outfits) + 1}
         if name is not None:
             meta["name"] = name.strip()
         (target / "outfit.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")

@@ -46,9 +46,21 @@ def folders(tmp_path: Path, drawn_character: Path) -> UserFolders:
     return folders
 
 
+@pytest.fixture(scope="module")
+def caped(drawn_character: Path, tmp_path_factory: pytest.TempPathFactory) -> UserFolders:
+    """A user who added a teal cape, built once per module."""
+    folders = UserFolders(tmp_path_factory.mktemp("caped") / "stella")
+    shutil.copytree(drawn_character, folders.source)
+    wardrobe.add("cape", write_cape_layers(folders.data.parent / "cape"), "Teal cape", folders)
+    return folders
+
+
 @pytest.fixture
-def with_cape(folders: UserFolders, tmp_path: Path) -> UserFolders:
-    wardrobe.add("cape", write_cape_layers(tmp_path / "cape"), "Teal cape", folders)
+def with_cape(caped: UserFolders, tmp_path: Path) -> UserFolders:
+    """This test's own copy of that user's character and atlas."""
+    folders = UserFolders(tmp_path / "data" / "stella")
+    for name in ("source", "atlas"):
+        shutil.copytree(getattr(caped, name), getattr(folders, name))
     return folders
 
 
@@ -122,6 +134,9 @@ def test_remove_and_rebuild_after_editing_a_layer_by_hand(with_cape: UserFolders
     with CharacterRenderer(with_cape.atlas, idle_blink=False, clock=lambda: 0.0) as renderer:
         assert share_of(unpremultiply(renderer.render(FrameState("cape"), CELL)), (200, 0, 200)) > 0.5
 
+    hat = wardrobe.add("aa_hat", write_cape_layers(with_cape.data / "hat"), None, with_cape)
+    assert [o.id for o in hat.outfits][-2:] == ["cape", "aa_hat"]  # added outfits keep the order they were added in
+    wardrobe.remove("aa_hat", with_cape)
     manifest = wardrobe.remove("pyjamas", with_cape)  # a built-in outfit leaves the user's copy only
     assert [o.id for o in manifest.outfits] == [o for o in BUILT_IN if o != "pyjamas"] + ["cape"]
     assert "pyjamas" in {o.id for o in Manifest.load(DEFAULT_DIR).outfits}
@@ -226,6 +241,13 @@ def test_a_broken_hand_edit_is_reported_in_place_and_the_old_atlas_kept(with_cap
         wardrobe.rebuild(with_cape)
     assert info.value.path == layer and "size mismatch" in str(info.value)  # not the staged copy's path
     assert (with_cape.atlas / "atlas.png").read_bytes() == built
+
+
+def test_a_first_add_that_cannot_work_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    fresh = UserFolders(tmp_path / "new-user" / "stella")
+    assert "duplicate id" in str(_add_error(fresh, write_cape_layers(tmp_path / "hood"), "hoodie"))
+    assert "size mismatch" in str(_add_error(fresh, write_cape_layers(tmp_path / "small", size=(64, 96))))
+    assert not fresh.data.exists()
 
 
 def test_cli_error_exits_2_with_the_file_and_the_fix(tmp_path: Path) -> None:
