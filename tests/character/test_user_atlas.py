@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from desktop.render.pixels import unpremultiply
 from tests.character.user_layers import GOLD, TEAL, share_of, write_cape_layers
 
 BUILT_IN = [o.id for o in Manifest.load(DEFAULT_DIR).outfits]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -140,6 +142,26 @@ def test_remove_and_rebuild_after_editing_a_layer_by_hand(with_cape: UserFolders
     manifest = wardrobe.remove("pyjamas", with_cape)  # a built-in outfit leaves the user's copy only
     assert [o.id for o in manifest.outfits] == [o for o in BUILT_IN if o != "pyjamas"] + ["cape"]
     assert "pyjamas" in {o.id for o in Manifest.load(DEFAULT_DIR).outfits}
+
+
+def test_the_readme_outfit_commands_work_as_written(tmp_path: Path) -> None:
+    """The `stella outfits` lines of the README's "Your own character", run in order as a user types them."""
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("\n## Your own character\n", 1)[1].split("\n## ")[0]
+    block = next(b for b in section.split("```sh\n")[1:] if "stella outfits add" in b).split("```")[0]
+    commands = [line.split("#")[0].strip() for line in block.splitlines() if line.startswith("stella outfits")]
+    assert [c.split()[2] for c in commands] == ["add", "list", "remove", "build", "reset"]
+    layers = write_cape_layers(tmp_path / "my-cape")
+    folders = UserFolders(tmp_path / "xdg-data" / "stella")
+    for command in commands:
+        args = [a.replace("~/my-cape", str(layers)) for a in shlex.split(command)[1:]]
+        done = stella(*args, data_home=tmp_path / "xdg-data")
+        assert done.returncode == 0, f"{command}: {done.stderr}"
+        if args[1] == "add":
+            assert choose_atlas(folders=folders).manifest.outfit("cape").name == "Teal cape"
+        if args[1] == "remove":
+            assert "cape" not in {o.id for o in choose_atlas(folders=folders).manifest.outfits}
+    assert not folders.atlas.exists() and choose_atlas(folders=folders).folder == DEFAULT_DIR
 
 
 # ---- every bad input: a clear error naming the file, and nothing changed ------------------------
