@@ -76,8 +76,8 @@ def check_atlas(folder: Path) -> Manifest:
         raise AtlasError(image, "missing texture: the manifest names it but the file is not there")
     try:
         with Image.open(image) as img:
-            img.load()  # a truncated file fails here, not in the window
             found = (img.format, img.mode, img.size)
+            img.verify()  # every chunk there with its checksum: a truncated file fails here, not in the window
     except (UnidentifiedImageError, OSError) as exc:
         raise AtlasError(image, f"the texture is not a readable PNG image ({exc})") from None
     if found != ("PNG", "RGBA", manifest.size):
