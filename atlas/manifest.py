@@ -129,7 +129,7 @@ class Manifest:
                 ),
                 image=d["image"],
             )
-        except (OSError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise AtlasError(
                 path,
                 f"unreadable atlas manifest ({type(exc).__name__}: {exc}); rebuild it with "

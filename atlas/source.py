@@ -26,7 +26,7 @@ ALIGN = 16  # cell sizes and face regions sit on the coarsest mip level's grid
 DEFAULT_LAYERS = ("outfit", "accessories", "shading")
 BASE_LAYERS = ("back", "body")
 VARIANTS = {"eyes_closed": "eyes", "mouth_open": "mouth"}
-_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+OUTFIT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def load_source(root: Path) -> CharacterSource:
 
 def _load_outfit(folder: Path, base: Path, available_base: set[str]) -> OutfitSource:
     oid = folder.name
-    if not _ID.match(oid):
+    if not OUTFIT_ID.match(oid):
         raise AtlasError(
             folder, "outfit folder names are ids: lowercase letters, digits, '_' or '-' (max 40)"
         )

@@ -1,4 +1,4 @@
-"""`stella`: the desktop app's single entry point (app, models, embedded default)."""
+"""`stella`: the desktop app's single entry point (app, models, your own outfits, embedded default)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from atlas import wardrobe
 from desktop import launcher
 from desktop.shell import WindowOptions
 from remote_api.logs import setup_logging
@@ -23,6 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default="INFO")
     sub = parser.add_subparsers(dest="cmd")
     models_cli.add_parser(sub)
+    wardrobe.add_parser(sub)
     run = sub.add_parser("run", help="start Stella (the default command): the window, or the terminal chat "
                                       "without a display")
     run.add_argument("--server", help="use this gateway URL instead of starting the embedded default")

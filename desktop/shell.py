@@ -7,8 +7,9 @@ At launch, in this order, so the window shows while the engine is still starting
    opening it here first means a first run creates the database and its key exactly once) —
    with the keyring's key only: in passphrase mode the engine asks the page for the passphrase,
    and the window does not keep its size and place;
-3. the engine starts under the supervisor, with a fresh secret and a free loopback port;
-4. the window opens on the page from `AssetServer`, the port and secret in the URL fragment.
+3. the atlas to show is chosen: the user's own (`stella outfits`), else the built-in one;
+4. the engine starts under the supervisor, with a fresh secret and a free loopback port;
+5. the window opens on the page from `AssetServer`, the port and secret in the URL fragment.
 
 The page connects to the engine by itself and reconnects after an engine restart. Closing the
 window stops the engine and waits for it, so nothing is left running.
@@ -27,12 +28,15 @@ from pathlib import Path
 
 import webview
 
+from atlas.user import choose_atlas
 from desktop import gpu
 from desktop.assets import AssetServer
 from desktop.geometry import MIN_SIZE, GeometryKeeper
 from desktop.supervisor import EngineStatus, Supervisor, engine_command
+from remote_api.config import ConfigError, load_config
 from remote_api.processes import free_port
 from sidecar.channel import Launch
+from sidecar.config import AppConfig
 from sidecar.store import Store, StoreConfig, StoreError
 from sidecar.store.keys import KeyringKey
 
@@ -83,6 +87,13 @@ def _open_store(path: Path) -> Store | None:
         return None
 
 
+def _atlas_setting(config: Path | None) -> str:
+    try:
+        return load_config(AppConfig, config).atlas_dir
+    except (ConfigError, ValueError):
+        return ""  # the engine reads the same file and reports what is wrong with it
+
+
 def _webengine_env(flags: list[str]) -> None:
     """Set before Qt starts: QtWebEngine reads these once."""
     if GUI:
@@ -99,7 +110,8 @@ def run_window(options: WindowOptions) -> int:
     store = _open_store(options.store)
     keeper = GeometryKeeper.load(store)
     secret = secrets.token_hex(32)
-    with AssetServer() as assets:
+    atlas = choose_atlas(_atlas_setting(options.config))  # the engine makes the same choice and says why
+    with AssetServer(user_atlas=atlas.folder if atlas.user else None) as assets:
         window: webview.Window | None = None
         shown_port = free_port()
 

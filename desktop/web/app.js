@@ -5,7 +5,9 @@
 import { CharacterRenderer, autoBlink } from './character.js';
 import { Channel, endpointFromHash } from './channel.js';
 
-const ASSETS = { atlasUrl: '/atlas/default/atlas.png', manifestUrl: '/atlas/default/manifest.json', shaderBase: '/shaders/' };
+// The shell serves the user's own atlas as /atlas/user/ and says so in the URL (desktop/assets.py).
+const ATLAS = new URLSearchParams(location.hash.replace(/^#/, '')).get('atlas') === 'user' ? '/atlas/user/' : '/atlas/default/';
+const ASSETS = { atlasUrl: `${ATLAS}atlas.png`, manifestUrl: `${ATLAS}manifest.json`, shaderBase: '/shaders/' };
 // Frame pacing: blinks, talking and crossfades get full motion and an outfit switch is drawn on
 // the very next frame. Idle breathing moves about a pixel a second, so on software GL (where each
 // frame per second costs ~3% of a core) idle frames are few.
@@ -23,7 +25,7 @@ function idleFrameMs(gl) {
 }
 const STATE_LABELS = { idle: 'Idle', listening: 'Listening', thinking: 'Thinking…', speaking: 'Speaking' };
 // Problems that stay until the user acts: their message stays until it is dismissed.
-const LASTING_ERRORS = new Set(['device_refused', 'store_unavailable']);
+const LASTING_ERRORS = new Set(['device_refused', 'store_unavailable', 'atlas_unusable']);
 const $ = (id) => document.getElementById(id);
 
 function el(tag, props = {}, ...children) {

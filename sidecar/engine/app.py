@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from atlas.manifest import DEFAULT_DIR, Manifest
+from atlas.user import choose_atlas
 from sidecar.channel import PORT_LINE, Channel, Event, Launch, error_event
 from sidecar.config import AppConfig
 from sidecar.conversation import Conversation
@@ -54,14 +54,15 @@ class App:
         self.launch = launch
         self.base_config = config
         self.settings = UserSettings.of(config)
-        self.manifest = Manifest.load(DEFAULT_DIR)
+        self.atlas = choose_atlas(config.atlas_dir)  # the user's own atlas, else the built-in one
+        self.manifest = self.atlas.manifest
         self.outfits = {o.id for o in self.manifest.outfits}
         self.outfit = self.manifest.outfits[0].id
         self.store: Store | None = None
         self.devices: dict[str, list[str]] = {"input": [], "output": []}
         self.commands = Commands(self)
         self.channel = Channel(launch.secret, self.commands.handle, self._greeting)
-        self.frames = FrameStream(self.channel, self.outfit)
+        self.frames = FrameStream(self.channel, self.outfit, self.atlas.folder)
         self.presence = Presence(lambda s: self.channel.send({"type": "state", "state": s}),
                                  config.voice.wake_window_s)
         # the outfits the window shows are the ones offered to the model (one manifest, read once)
@@ -84,6 +85,10 @@ class App:
         port = await self.channel.start(self.launch.port)
         print(f"{PORT_LINE}{port}", flush=True)
         log.info("channel listening on 127.0.0.1:%d", port)
+        if self.atlas.problem:
+            log.error("%s", self.atlas.problem)
+        else:
+            log.info("atlas: %s (%d outfits)", self.atlas.folder, len(self.manifest.outfits))
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, self._stop.set)
@@ -210,6 +215,8 @@ class App:
         yield {"type": "state", "state": self.presence.state}
         if self._store_error:
             yield error_event("store_unavailable", self._store_error)
+        if self.atlas.problem:
+            yield error_event("atlas_unusable", self.atlas.problem)
         if self.link.refusal is not None:
             yield self.link.refusal
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from websockets.asyncio.server import ServerConnection
@@ -20,8 +21,9 @@ if TYPE_CHECKING:
 class FrameStream:
     """Frames at each subscriber's size; the renderer (and its GL thread) starts on the first subscription."""
 
-    def __init__(self, channel: Channel, outfit: str, fps: float = 15.0) -> None:
+    def __init__(self, channel: Channel, outfit: str, atlas_dir: Path, fps: float = 15.0) -> None:
         self.channel = channel
+        self.atlas_dir = atlas_dir
         self.fps = fps
         self.outfit = outfit
         self._sizes: dict[ServerConnection, tuple[int, int]] = {}
@@ -53,7 +55,7 @@ class FrameStream:
         if self._renderer is None:
             from desktop.render import CharacterRenderer  # moderngl only when a page needs it
 
-            self._renderer = await asyncio.to_thread(CharacterRenderer)
+            self._renderer = await asyncio.to_thread(CharacterRenderer, self.atlas_dir)
             self._renderer.set_outfit(self.outfit, crossfade=0)
         while True:
             for ws in [ws for ws in self._sizes if ws not in self.channel.clients]:

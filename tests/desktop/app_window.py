@@ -18,9 +18,14 @@ from tests.desktop import screen
 from tests.desktop.polling import wait_for
 from tests.desktop.processes import alive, descendants
 
-# The page is up: outfits listed, the character drawn once with WebGL2, the server reached.
-READY = ("document.querySelectorAll('.outfit').length === 6 && document.body.dataset.character === 'webgl'"
-         " && document.getElementById('link').dataset.transport === 'websocket'")
+
+def ready(outfits: int = 6) -> str:
+    """The page is up: the outfits listed, the character drawn once with WebGL2, the server reached."""
+    return (f"document.querySelectorAll('.outfit').length === {outfits} && document.body.dataset.character === "
+            "'webgl' && document.getElementById('link').dataset.transport === 'websocket'")
+
+
+READY = ready()  # the built-in atlas's six outfits
 
 
 @dataclass
@@ -80,14 +85,16 @@ def abandon(proc: subprocess.Popen, page: screen.DevTools | None) -> None:
 
 
 @contextlib.contextmanager
-def stella(display: str, server: str, store: Path, env: dict[str, str], voice: str = "off") -> Iterator[AppWindow]:
-    """The window once it is ready and Stella is on the screen; killed if the test leaves it open."""
+def stella(display: str, server: str, store: Path, env: dict[str, str], voice: str = "off",
+           outfits: int = 6) -> Iterator[AppWindow]:
+    """The window once it is ready (with `outfits` buttons) and Stella is on the screen; killed if the
+    test leaves it open."""
     proc, devtools = launch(display, server, store, env, voice)
     page = None
     try:
         wid = screen.find_window(display, "Stella")
         page = screen.DevTools(devtools)
-        page.wait(READY, 30)
+        page.wait(ready(outfits), 30)
         window = AppWindow(proc, display, wid, page)
         wait_for(window.character_shown, 10, "the character reaching the screen")
         yield window
