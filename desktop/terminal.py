@@ -49,6 +49,7 @@ class Printed:
     notes: list[str] = field(default_factory=list)
     answered: bool = False  # the message sent last has had its whole answer
     unlock: dict[str, Any] | None = None  # the store asks for a passphrase: this prompt
+    ready: bool = False  # the engine serves turns (its greeting's settings arrived)
 
 
 class TerminalView:
@@ -95,7 +96,8 @@ class TerminalView:
                            answered=self._turn is None and event.get("code") != "store_unavailable")
         if kind == "store" and event.get("status") == "locked":
             return Printed(unlock=event)
-        return Printed()
+        # only an engine whose store is open (or left shut) and whose pipeline runs greets with its settings
+        return Printed(ready=kind == "settings")
 
     def _done(self, reason: str) -> Printed:
         rest = self._tags.flush() if reason != "cancelled" else ""
@@ -144,10 +146,13 @@ async def _converse(options: TerminalOptions, port: int, secret: str) -> int:
     view = TerminalView(options.name, options.outfit_names)
     async with connect(f"ws://127.0.0.1:{port}", subprotocols=[SUBPROTOCOL, f"{AUTH_PREFIX}{secret}"],
                        max_size=None) as ws:
-        answered = asyncio.Event()
-        reader = asyncio.create_task(_read(ws, view, answered), name="channel-reader")
+        answered, ready = asyncio.Event(), asyncio.Event()
+        interactive = sys.stdin.isatty()  # asked before the pipe reader takes stdin over
+        reader = asyncio.create_task(_read(ws, view, answered, ready, interactive), name="channel-reader")
         lines = await stdin_lines()
-        interactive = sys.stdin.isatty()
+        # The engine takes commands one at a time: a message sent while the store waits for its
+        # passphrase would hold up the answer to that prompt.
+        await asyncio.wait([asyncio.ensure_future(ready.wait()), reader], return_when=asyncio.FIRST_COMPLETED)
         waiting = False
 
         def on_sigint() -> None:
@@ -179,11 +184,12 @@ async def _converse(options: TerminalOptions, port: int, secret: str) -> int:
                 answered.clear()
                 waiting = True
                 await ws.send(json.dumps({"cmd": "text", "text": text}))
-                try:
-                    await asyncio.wait_for(asyncio.shield(answered.wait()), ANSWER_TIMEOUT_S)
-                except TimeoutError:
+                answer = asyncio.ensure_future(answered.wait())
+                await asyncio.wait([answer, reader], timeout=ANSWER_TIMEOUT_S, return_when=asyncio.FIRST_COMPLETED)
+                if not answer.done() and not reader.done():
                     print(f"{options.name} did not answer within {ANSWER_TIMEOUT_S:.0f} s; see the log file.",
                           file=sys.stderr, flush=True)
+                answer.cancel()
                 waiting = False
         finally:
             lost = reader.done() and not reader.cancelled()  # the engine went away under us
@@ -193,7 +199,8 @@ async def _converse(options: TerminalOptions, port: int, secret: str) -> int:
     return 1 if lost else 0
 
 
-async def _read(ws: ClientConnection, view: TerminalView, answered: asyncio.Event) -> None:
+async def _read(ws: ClientConnection, view: TerminalView, answered: asyncio.Event, ready: asyncio.Event,
+                interactive: bool) -> None:
     async for message in ws:
         if isinstance(message, bytes):
             continue  # frames of the character stream: not for a terminal
@@ -204,16 +211,18 @@ async def _read(ws: ClientConnection, view: TerminalView, answered: asyncio.Even
         for note in printed.notes:
             print(note, file=sys.stderr, flush=True)
         if printed.unlock is not None:
-            await ws.send(json.dumps(await asyncio.to_thread(_unlock_answer, printed.unlock)))
+            await ws.send(json.dumps(await asyncio.to_thread(_unlock_answer, printed.unlock, interactive)))
         if printed.answered:
             answered.set()
+        if printed.ready:
+            ready.set()
     print("The connection to Stella's engine closed.", file=sys.stderr, flush=True)
 
 
-def _unlock_answer(prompt: dict[str, Any]) -> dict[str, Any]:
+def _unlock_answer(prompt: dict[str, Any], interactive: bool) -> dict[str, Any]:
     """Ask for the store's passphrase at a terminal; with piped input, go on without saving."""
     print(prompt.get("error") or prompt.get("message", ""), file=sys.stderr, flush=True)
-    if not sys.stdin.isatty():
+    if not interactive:
         print("(input is not a terminal: this conversation is not saved)", file=sys.stderr, flush=True)
         return {"cmd": "unlock", "how": "skip"}
     asked = "Choose a passphrase" if prompt.get("mode") == "create" else "Passphrase"

@@ -29,10 +29,10 @@ OUTFITS = {o.id: o.name for o in load_catalogue()}
 @pytest.fixture
 def user_env(secret_service: services.SecretService, tmp_path: Path) -> dict[str, str]:
     """A user's session with no display: the test keyring, private data and log folders, the
-    real model and llama-server caches; replies without randomness."""
+    real model and llama-server caches."""
     env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
     return {**env, **secret_service.env, "HOME": os.environ["HOME"], "XDG_STATE_HOME": str(tmp_path / "state"),
-            "STELLA_CHAT__TEMPERATURE": "0", "TZ": "Europe/Lisbon"}
+            "TZ": "Europe/Lisbon"}
 
 
 @pytest.mark.llama
@@ -40,8 +40,11 @@ def user_env(secret_service: services.SecretService, tmp_path: Path) -> dict[str
 def test_run_sh_without_a_display_holds_the_windows_conversation_and_prints_no_logs(user_env, tmp_path,
                                                                                     secret_service, monkeypatch):
     store = tmp_path / "stella.db"
+    settings = tmp_path / "stella.toml"
+    settings.write_text("[chat]\ntemperature = 0.0\n")  # the app's settings file: replies without randomness
     questions = "What is your name?\nPlease wear the red dress.\nWhat time is it?\n"
-    done = subprocess.run(["bash", str(ROOT / "build" / "run.sh"), "--store", str(store), "--voice", "off"],
+    done = subprocess.run(["bash", str(ROOT / "build" / "run.sh"), "--store", str(store), "--voice", "off",
+                           "--app-config", str(settings)],
                           input=questions, capture_output=True, text=True, env=user_env, timeout=400, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
     lines = done.stdout.splitlines()
@@ -73,6 +76,23 @@ def test_run_sh_without_a_display_holds_the_windows_conversation_and_prints_no_l
     assert ("user", "What time is it?") in turns, "a clock answer is kept like any reply"
 
 
+@pytest.mark.llama
+def test_without_a_keyring_piped_input_goes_on_unsaved_and_verbose_puts_logs_on_stderr(tmp_path):
+    """`stella run` (what build/run.sh ends in) with no keyring at all: the store's passphrase
+    cannot be typed into a pipe, so the chat goes on without saving and says so; --verbose shows
+    the log lines, on stderr, never among the replies."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS")}
+    env.update(XDG_STATE_HOME=str(tmp_path / "state"), XDG_DATA_HOME=str(tmp_path / "data"), TZ="Asia/Tokyo")
+    done = subprocess.run([str(ROOT / ".venv" / "bin" / "stella"), "run", "--verbose", "--voice", "off",
+                           "--store", str(tmp_path / "stella.db")],
+                          input="What day is it today?\n", capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert re.fullmatch(r"Stella: Today is (Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)day\.\n", done.stdout), done.stdout
+    assert "not saved" in done.stderr and "not being saved this time" in done.stderr
+    assert [line for line in done.stderr.splitlines() if LOG_LINE.search(line)], "--verbose shows the logs"
+    assert not (tmp_path / "state" / "stella" / "log" / "stella.log").exists()
+
+
 # --- what the terminal shows, event by event (no engine) ----------------------------------
 
 
@@ -102,11 +122,20 @@ def test_local_intents_answer_without_a_turn():
     assert answered == [True]
 
 
-def test_the_greeting_prints_nothing_and_an_outfit_from_the_store_is_not_a_change():
-    out, answered = feed([{"type": "hello", "protocol": 1}, {"type": "history", "turns": []},
-                          {"type": "outfit", "id": "hoodie", "source": "store"}, {"type": "state", "state": "idle"},
-                          {"type": "link", "connected": True}])
-    assert out == "" and not any(answered)
+def test_the_greeting_prints_nothing_and_its_settings_say_the_engine_is_ready():
+    view = TerminalView("Stella", OUTFITS)
+    greeting = [{"type": "hello", "protocol": 1}, {"type": "store", "status": "open", "key": "keyring"},
+                {"type": "settings", "values": {}}, {"type": "history", "turns": []},
+                {"type": "outfit", "id": "hoodie", "source": "store"}, {"type": "state", "state": "idle"},
+                {"type": "link", "connected": True}]
+    printed = [view.feed(e) for e in greeting]
+    assert "".join(p.out for p in printed) == "" and not any(p.answered for p in printed)
+    assert [p.ready for p in printed] == [False, False, True, False, False, False, False]
+
+
+def test_a_locked_store_is_a_prompt_to_answer():
+    prompt = {"type": "store", "status": "locked", "mode": "create", "message": "No keyring was found."}
+    assert TerminalView("Stella", OUTFITS).feed(prompt).unlock == prompt
 
 
 def test_a_cut_reply_and_an_empty_one_say_so():
