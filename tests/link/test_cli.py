@@ -167,3 +167,11 @@ def test_stella_server_names_a_bad_model_name_and_the_ones_to_choose(name):
     assert done.returncode == 2, done.stderr
     assert f"llama.model_name {name!r} is not a language model Stella knows; choose one of" in done.stderr
     assert all(spec.name in done.stderr for spec in llms())
+
+
+def test_stella_chat_help_says_it_is_the_operators_raw_link_tool():
+    done = chat("--help")
+    said = " ".join(done.stdout.split())
+    assert done.returncode == 0
+    assert "The raw link tool for operators" in said and "no persona, no saved history, no local intents" in said
+    assert "run `stella run`" in said
