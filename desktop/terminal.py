@@ -149,10 +149,11 @@ async def _converse(options: TerminalOptions, port: int, secret: str) -> int:
         answered, ready = asyncio.Event(), asyncio.Event()
         interactive = sys.stdin.isatty()  # asked before the pipe reader takes stdin over
         reader = asyncio.create_task(_read(ws, view, answered, ready, interactive), name="channel-reader")
-        lines = await stdin_lines()
-        # The engine takes commands one at a time: a message sent while the store waits for its
-        # passphrase would hold up the answer to that prompt.
+        # Messages wait for the engine's greeting: it takes commands one at a time, so a message sent
+        # while the store waits for its passphrase would hold up the answer to that prompt; and stdin
+        # is read only from then on, so the passphrase typed at the prompt is never taken for a message.
         await asyncio.wait([asyncio.ensure_future(ready.wait()), reader], return_when=asyncio.FIRST_COMPLETED)
+        lines = await stdin_lines()
         waiting = False
 
         def on_sigint() -> None:
@@ -194,8 +195,13 @@ async def _converse(options: TerminalOptions, port: int, secret: str) -> int:
         finally:
             lost = reader.done() and not reader.cancelled()  # the engine went away under us
             reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError, ConnectionClosed):
+            try:
                 await reader
+            except (asyncio.CancelledError, ConnectionClosed):
+                pass
+            except Exception:  # an engine speaking another protocol: say so, in the log
+                log.exception("the terminal could not follow the engine's events")
+                print("The terminal could not follow Stella's engine; see the log file.", file=sys.stderr)
     return 1 if lost else 0
 
 
