@@ -89,8 +89,8 @@ def run(server: str | None, config: Path | None, window: WindowOptions | None = 
     with contextlib.ExitStack() as stack:
         logs: IO[str] | None = None
         if not show_window:
-            print("No display found (DISPLAY / WAYLAND_DISPLAY are unset): Stella talks in this terminal instead "
-                  "of the window.", file=sys.stderr, flush=True)
+            print("No display found (DISPLAY / WAYLAND_DISPLAY are unset): starting the terminal chat instead of "
+                  "the desktop window.", file=sys.stderr, flush=True)
             if not verbose:
                 logs = stack.enter_context(_log_file(log_level))
                 print(f"Logs go to {log_path()} (--verbose shows them here).", file=sys.stderr, flush=True)
