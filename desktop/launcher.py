@@ -27,7 +27,7 @@ import platformdirs
 
 from desktop.shell import WindowOptions, run_window
 from desktop.terminal import TerminalOptions, chat
-from remote_api.config import load_config
+from remote_api.config import ConfigError, load_config
 from remote_api.logs import setup_logging
 from remote_api.processes import NotHealthy, die_with_parent, free_port, running, wait_healthy
 from sidecar.config import AppConfig
@@ -86,6 +86,11 @@ def run(server: str | None, config: Path | None, window: WindowOptions | None = 
     """
     window = window or WindowOptions()
     show_window = has_display()
+    try:
+        terminal = None if show_window else _terminal_options(window)
+    except ConfigError as exc:
+        print(f"stella: {exc}", file=sys.stderr)
+        return 2
     with contextlib.ExitStack() as stack:
         logs: IO[str] | None = None
         if not show_window:
@@ -98,9 +103,9 @@ def run(server: str | None, config: Path | None, window: WindowOptions | None = 
             print("Starting the embedded default: local llama-server with the bundled model + gateway…",
                   file=sys.stderr, flush=True)
             server = stack.enter_context(embedded_gateway(config, wait=not show_window, output=logs))
-        if show_window:
+        if terminal is None:
             return run_window(replace(window, server=server))
-        return chat(_terminal_options(server, window), logs)
+        return chat(replace(terminal, server=server), logs)
 
 
 @contextlib.contextmanager
@@ -113,9 +118,9 @@ def _log_file(level: str) -> Iterator[IO[str]]:
         yield stream
 
 
-def _terminal_options(server: str, window: WindowOptions) -> TerminalOptions:
-    """The engine's arguments, and the persona's name and outfits for what the terminal prints."""
+def _terminal_options(window: WindowOptions) -> TerminalOptions:
+    """The engine's arguments, and the persona's name and outfits for what the terminal prints
+    (read first, so a bad settings file is said before anything starts)."""
     config = load_config(AppConfig, window.config)
     outfits = {o.id: o.name for o in load_catalogue(config.atlas_dir)}
-    engine_args = window.engine_args()
-    return TerminalOptions(server, tuple(engine_args), config.persona.name, outfits)
+    return TerminalOptions(window.server or "", tuple(window.engine_args()), config.persona.name, outfits)

@@ -93,6 +93,17 @@ def test_without_a_keyring_piped_input_goes_on_unsaved_and_verbose_puts_logs_on_
     assert not (tmp_path / "state" / "stella" / "log" / "stella.log").exists()
 
 
+def test_a_mistyped_settings_file_is_named_before_anything_starts(tmp_path):
+    settings = tmp_path / "stella.toml"
+    settings.write_text("[chat]\ntemprature = 0.2\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    done = subprocess.run([str(ROOT / ".venv" / "bin" / "stella"), "run", "--app-config", str(settings)],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 2 and done.stdout == ""
+    assert f"unknown setting 'chat.temprature' in {settings}" in done.stderr and "temperature" in done.stderr
+    assert "Starting the embedded default" not in done.stderr
+
+
 # --- what the terminal shows, event by event (no engine) ----------------------------------
 
 
