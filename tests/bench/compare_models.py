@@ -1,6 +1,6 @@
 """Which small model makes the better embedded default: every catalogue LLM on the companion rubric.
 
-    .venv/bin/python -m tests.bench.compare_models [--models gemma3-270m smollm2-135m] [--out FILE]
+    .venv/bin/python tests/bench/compare_models.py [--models gemma3-270m smollm2-135m] [--out FILE]
 
 The questions and the scoring rules are tests/bench/companion_rubric.md (written before any reply
 was seen; its question table is read from there, so the two cannot drift apart). Each model runs
@@ -171,7 +171,7 @@ def decide(runs: list[Run]) -> str:
 
 def report(runs: list[Run], winner: str) -> str:
     lines = ["# Model comparison on the companion rubric", "",
-             "Written by `python -m tests.bench.compare_models` (rules: companion_rubric.md). "
+             "Written by `python tests/bench/compare_models.py` (rules: companion_rubric.md). "
              "Points: clean/brief/answers/in character; a reply that is not clean scores 0.", "",
              "| model | template | total /120 | clean | brief | answers | in character | prompt ms (median) "
              "| tokens/s (median) |", "|---|---|---|---|---|---|---|---|---|"]
