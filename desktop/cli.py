@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--store", type=Path, help="the encrypted database (default: in your user data folder)")
     run.add_argument("--voice", choices=("auto", "off"), default="auto",
                      help="auto: listen and speak when the models and sound devices allow; off: typed turns only")
+    run.add_argument("--verbose", action="store_true",
+                     help="in the terminal chat, show the log lines too (normally only in the log file)")
     run.set_defaults(func=_run)
     args = parser.parse_args(argv)
     setup_logging(args.log_level)
@@ -45,7 +47,7 @@ def _run(args: argparse.Namespace) -> int:
     window = WindowOptions(config=args.app_config, voice=args.voice)
     if args.store is not None:
         window = replace(window, store=args.store)
-    return launcher.run(args.server, args.config, window)
+    return launcher.run(args.server, args.config, window, verbose=args.verbose, log_level=args.log_level)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,10 @@ stopped together.
 The gateway runs as a child process tied to ours (it dies with us, and takes llama-server with
 it), so closing the app never leaves an orphan behind. The window does not wait for it: it
 shows at once and its link indicator says "Connecting…" until the gateway answers.
+
+The terminal chat (desktop/terminal.py) is the window's conversation, typed. Its stdout is the
+conversation only: every log line (ours, the gateway's, the engine's) goes to the log file,
+`log_path()`, unless `verbose` asks for them on stderr.
 """
 
 from __future__ import annotations
@@ -17,9 +21,17 @@ import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import IO
+
+import platformdirs
 
 from desktop.shell import WindowOptions, run_window
+from desktop.terminal import TerminalOptions, chat
+from remote_api.config import ConfigError, load_config
+from remote_api.logs import setup_logging
 from remote_api.processes import NotHealthy, die_with_parent, free_port, running, wait_healthy
+from sidecar.config import AppConfig
+from sidecar.intents import load_catalogue
 
 log = logging.getLogger(__name__)
 
@@ -32,15 +44,24 @@ def has_display(env: dict[str, str] | os._Environ[str] = os.environ) -> bool:
     return bool(env.get("DISPLAY") or env.get("WAYLAND_DISPLAY")) or sys.platform in ("darwin", "win32")
 
 
+def log_path() -> Path:
+    """The app's log file (~/.local/state/stella/log/stella.log on Linux)."""
+    return platformdirs.user_log_path("stella") / "stella.log"
+
+
 @contextlib.contextmanager
-def embedded_gateway(config: Path | None = None, timeout: float = 120.0, wait: bool = True) -> Iterator[str]:
-    """Start `stella-server serve` on a free loopback port; yield its URL (once healthy if `wait`)."""
+def embedded_gateway(config: Path | None = None, timeout: float = 120.0, wait: bool = True,
+                     output: IO[str] | None = None) -> Iterator[str]:
+    """Start `stella-server serve` on a free loopback port; yield its URL (once healthy if `wait`).
+
+    Its output (log lines) goes to `output`, or to our own stdout/stderr when None."""
     port = free_port()
     cmd = [sys.executable, "-m", "remote_api.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
     if config is not None:
         cmd += ["--config", str(config)]
     url = f"http://127.0.0.1:{port}"
-    with running(cmd, url, timeout=None, grace=15, stdin=subprocess.DEVNULL, preexec_fn=die_with_parent) as proc:
+    with running(cmd, url, timeout=None, grace=15, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
+                 preexec_fn=die_with_parent) as proc:
         if wait:
             _wait_healthy(proc, url, timeout)
         yield url
@@ -52,24 +73,54 @@ def _wait_healthy(proc: subprocess.Popen, url: str, timeout: float) -> None:
     except NotHealthy as exc:
         if exc.returncode is None:
             raise LaunchError(f"the local Stella server did not become ready within {timeout:.0f} s") from None
-        raise LaunchError(f"the local Stella server exited with code {exc.returncode} while starting; see the "
-                          "messages above (try `bash build/setup.sh` to repair the install)") from None
+        raise LaunchError(f"the local Stella server exited with code {exc.returncode} while starting; see "
+                          f"{log_path()} (try `bash build/setup.sh` to repair the install)") from None
 
 
-def run(server: str | None, config: Path | None, window: WindowOptions | None = None) -> int:
+def run(server: str | None, config: Path | None, window: WindowOptions | None = None, *,
+        verbose: bool = False, log_level: str = "INFO") -> int:
     """Start the app on `server`, or on the embedded default when no server is given.
 
-    The window opens when there is a display; `window` carries its options (store, voice…).
+    The window opens when there is a display; `window` carries its options (store, voice…),
+    which the terminal chat's engine takes too.
     """
+    window = window or WindowOptions()
     show_window = has_display()
+    try:
+        terminal = None if show_window else _terminal_options(window)
+    except ConfigError as exc:
+        print(f"stella: {exc}", file=sys.stderr)
+        return 2
     with contextlib.ExitStack() as stack:
+        logs: IO[str] | None = None
+        if not show_window:
+            print("No display found (DISPLAY / WAYLAND_DISPLAY are unset): starting the terminal chat instead of "
+                  "the desktop window.", file=sys.stderr, flush=True)
+            if not verbose:
+                logs = stack.enter_context(_log_file(log_level))
+                print(f"Logs go to {log_path()} (--verbose shows them here).", file=sys.stderr, flush=True)
         if server is None:
             print("Starting the embedded default: local llama-server with the bundled model + gateway…",
-                  flush=True)
-            server = stack.enter_context(embedded_gateway(config, wait=not show_window))
-        if show_window:
-            return run_window(replace(window or WindowOptions(), server=server))
-        print("No display found (DISPLAY / WAYLAND_DISPLAY are unset): starting the terminal chat "
-              "instead of the desktop window.", flush=True)
-        chat = subprocess.run([sys.executable, "-m", "remote_api.chat_cli", "--server", server, "--interactive"])
-    return chat.returncode
+                  file=sys.stderr, flush=True)
+            server = stack.enter_context(embedded_gateway(config, wait=not show_window, output=logs))
+        if terminal is None:
+            return run_window(replace(window, server=server))
+        return chat(replace(terminal, server=server), logs)
+
+
+@contextlib.contextmanager
+def _log_file(level: str) -> Iterator[IO[str]]:
+    """Our log lines, and our children's output, into the log file: the terminal is the chat's."""
+    path = log_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    setup_logging(level, file=path, stderr=False)
+    with open(path, "a", encoding="utf-8", buffering=1) as stream:
+        yield stream
+
+
+def _terminal_options(window: WindowOptions) -> TerminalOptions:
+    """The engine's arguments, and the persona's name and outfits for what the terminal prints
+    (read first, so a bad settings file is said before anything starts)."""
+    config = load_config(AppConfig, window.config)
+    outfits = {o.id: o.name for o in load_catalogue(config.atlas_dir)}
+    return TerminalOptions(window.server or "", tuple(window.engine_args()), config.persona.name, outfits)

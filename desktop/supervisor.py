@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import IO, Literal
 
 from remote_api.processes import die_with_parent, stop_process
 from sidecar.channel import PORT_LINE, Launch
@@ -70,8 +70,9 @@ def engine_command(*args: str) -> list[str]:
 class Supervisor:
     def __init__(self, command: list[str], launch: Launch, *, env: dict[str, str] | None = None,
                  on_status: Callable[[EngineStatus], None] | None = None, backoff: Backoff = Backoff(),
-                 start_timeout: float = 60.0) -> None:
+                 start_timeout: float = 60.0, stderr: IO[str] | None = None) -> None:
         self.command = command
+        self.stderr = stderr  # where the engine's log lines go (None: our own stderr)
         self.launch = launch
         self.env = env
         self.on_status = on_status
@@ -128,8 +129,8 @@ class Supervisor:
         """Run the engine until it exits; returns how it ended, in words."""
         try:
             proc = subprocess.Popen(self.command, env={**(self.env or os.environ), **launch.env()},
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
-                                    preexec_fn=die_with_parent)
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.stderr,
+                                    text=True, preexec_fn=die_with_parent)
         except OSError as exc:
             return f"it could not be started ({exc})"
         with self._lock:

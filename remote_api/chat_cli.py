@@ -1,5 +1,9 @@
 """`stella-chat`: one question to a Stella gateway over the link, the answer printed as it streams.
 
+An operator's tool for the raw link: it sends exactly the messages given (no persona, no
+history beyond the process, no local intents). To talk to Stella herself, run `stella run`
+(the window, or the terminal chat with no display).
+
     stella-chat --server http://host:8765 "Tell me a joke"
     stella-chat --server URL --jsonl "Hi" | jq .      # one JSON event per line, with timings
     stella-chat --server URL --interactive             # a conversation, one message per line
@@ -120,7 +124,7 @@ class _Session:
     async def interactive(self) -> int:
         """A conversation in the terminal; the history lives here, in this process, only."""
         history = [{"role": "system", "content": self.args.system}] if self.args.system else []
-        lines = await _stdin_lines()
+        lines = await stdin_lines()
         print("Type a message; Ctrl-C stops a reply, Ctrl-D or /quit leaves.", file=sys.stderr, flush=True)
         while True:
             print("you> ", end="", file=sys.stderr, flush=True)
@@ -149,7 +153,7 @@ class _Session:
                 history.pop()
 
 
-async def _stdin_lines() -> asyncio.StreamReader:
+async def stdin_lines() -> asyncio.StreamReader:
     """stdin as an asyncio stream (a terminal or a pipe; a redirected file is read up front)."""
     reader = asyncio.StreamReader()
     try:
@@ -217,7 +221,11 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="stella-chat", description="Ask a Stella gateway one question.")
+    parser = argparse.ArgumentParser(
+        prog="stella-chat",
+        description="The raw link tool for operators: send messages to a Stella gateway and print the reply as it "
+                    "streams. It speaks the link only (no persona, no saved history, no local intents); to talk "
+                    "to Stella herself, run `stella run` (the window, or the terminal chat without a display).")
     parser.add_argument("prompt", nargs="?", help="the question (default: read from stdin)")
     parser.add_argument("--server", action="append", default=[],
                         help="gateway URL, e.g. http://127.0.0.1:8765; repeat for replicas (tried in turn)")

@@ -29,7 +29,7 @@ import uvicorn
 from starlette.applications import Starlette
 
 from remote_api.app import build_app, local_device, open_state
-from remote_api.config import ConfigError, ServerConfig, TlsSection, load_config
+from remote_api.config import ConfigError, LlamaSection, ServerConfig, TlsSection, load_config
 from remote_api.credentials import LOOPBACK, Credentials, CredentialsRejected, TokenSource
 from remote_api.link_config import LinkConfig
 from remote_api.llama_server import LlamaServer, LlamaServerError, default_binary
@@ -70,12 +70,21 @@ def _load(args: argparse.Namespace) -> ServerConfig:
     return cfg
 
 
-def _default_model() -> Path:
+def _model(ll: LlamaSection) -> tuple[Path, str]:
+    """The GGUF the local llama-server runs and its chat template ("" = the GGUF's own)."""
+    from sidecar.models.catalogue import DEFAULT_LLM, llms
     from sidecar.models.errors import ModelError
     from sidecar.models.provision import Models
 
+    if ll.model is not None:
+        return ll.model, ll.chat_template
+    name = ll.model_name or DEFAULT_LLM
+    spec = next((s for s in llms() if s.name == name), None)
+    if spec is None:
+        raise LlamaServerError(f"llama.model_name {name!r} is not a language model Stella knows; choose one of "
+                               f"{', '.join(s.name for s in llms())} (or give a GGUF file as llama.model)")
     try:
-        return Models().path("gemma3-270m")
+        return Models().path(spec.name), ll.chat_template or spec.chat_template
     except ModelError as exc:
         raise LlamaServerError(f"{exc} (or pass --upstream URL to use your own llama-server)") from None
 
@@ -106,10 +115,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         if not urls:
             ll = cfg.llama
+            model, template = _model(ll)
             llama = LlamaServer(
-                ll.binary or default_binary(), ll.model or _default_model(), host=ll.host, port=ll.port,
-                threads=ll.threads, ctx=ll.ctx, parallel=ll.parallel, chat_template=ll.chat_template,
-                nice=ll.nice,
+                ll.binary or default_binary(), model, host=ll.host, port=ll.port,
+                threads=ll.threads, ctx=ll.ctx, parallel=ll.parallel, chat_template=template, nice=ll.nice,
             )
             llama.start()
             urls = [llama.url]

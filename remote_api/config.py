@@ -175,16 +175,18 @@ class LlamaSection:
     """The local llama-server started for the embedded default."""
 
     binary: Path | None = None  # None = the cached build from build/llama_server.sh
-    model: Path | None = None  # None = the provisioned gemma3-270m GGUF
+    # Which provisioned model of `stella models list` to run ("" = the embedded default); `model`
+    # (a GGUF file) overrides it.
+    model_name: str = ""
+    model: Path | None = None
     host: str = "127.0.0.1"
     port: int = 0  # 0 = a free port
     threads: int = 2
     ctx: int = 2048
     parallel: int = 2
-    # The bundled gemma3 270M is a base model with no template of its own: a plain
-    # "USER: … ASSISTANT: …" transcript (llama.cpp's built-in vicuna template) keeps its replies
-    # short and on topic, where the gemma turn markers make it echo the prompt.
-    chat_template: str = "vicuna"
+    # A llama.cpp built-in chat template (e.g. "vicuna", run with --no-jinja), or "" for the
+    # catalogue's choice for `model_name` (the GGUF's own template for a `model` file).
+    chat_template: str = ""
     # CPU priority (nice) of the local llama-server: it shares the machine with listening and
     # playback, which must never wait behind a generation (barge-in has 150 ms).
     nice: int = 5

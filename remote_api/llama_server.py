@@ -45,7 +45,7 @@ class LlamaServer:
         threads: int = 2,
         ctx: int = 2048,
         parallel: int = 2,
-        chat_template: str = "vicuna",
+        chat_template: str = "vicuna",  # "" = the GGUF's own template
         log_path: Path | None = None,
         extra_args: tuple[str, ...] = (),
         nice: int = 5,
@@ -72,9 +72,14 @@ class LlamaServer:
     def command(self) -> list[str]:
         return [
             str(self.binary), "--host", self.host, "--port", str(self.port), "-m", str(self.model),
-            "--no-jinja", "--chat-template", self.chat_template, "-np", str(self.parallel), "-c", str(self.ctx),
+            *self.template_args(), "-np", str(self.parallel), "-c", str(self.ctx),
             "-t", str(self.threads), "--metrics", *self.extra_args,
         ]
+
+    def template_args(self) -> list[str]:
+        """A built-in template by name needs Jinja off (with it on, the name is taken as the template's
+        text); an instruct model's own template (in the GGUF) needs it on."""
+        return ["--no-jinja", "--chat-template", self.chat_template] if self.chat_template else ["--jinja"]
 
     def _child_setup(self) -> None:
         die_with_parent()
@@ -90,7 +95,7 @@ class LlamaServer:
             )
         if not self.model.is_file():
             raise LlamaServerError(
-                f"model file {self.model} is missing; provision it with `stella models install gemma3-270m`"
+                f"model file {self.model} is missing; provision it with `stella models install`"
             )
         self._stopped = False
         if self.port == 0:

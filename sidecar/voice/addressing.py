@@ -15,7 +15,8 @@ Two processors around ASR, so whisper only runs on speech that may be addressed:
 Speech that cut Stella off (barge-in) is addressed to her like push-to-talk speech: no wake
 word. Before a turn starts, the turn taker checks for a local intent (sidecar.intents): "stop"
 interrupts without a new turn, volume and outfit requests become frames for playback and the
-character — no round trip to the model.
+character — no round trip to the model; a clock question becomes a turn that carries its own
+answer, so it is shown, spoken and kept in the history like any reply.
 
 The gate never needs to hear back from the turn taker: it only filters, the turn taker keeps
 the state that matters, so a slow transcript can never let a question slip past.
@@ -37,7 +38,7 @@ from sidecar.frames import (
     VolumeFrame,
     WakeFrame,
 )
-from sidecar.intents import Intents, Stop, Volume, Wear
+from sidecar.intents import Intents, Stop, Tell, Volume, Wear
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.wake import NameMatcher
 
@@ -158,8 +159,12 @@ class TurnTaker(Processor):
             await self.push(VolumeFrame(step=intent.step))
         elif isinstance(intent, Wear):
             await self.push(OutfitFrame(id=intent.outfit, source="user"))
-        if intent is not None:
-            log.info("handled locally: %r -> %s", text, intent)
+        if intent is not None and not isinstance(intent, Tell):
+            log.info("handled locally: %s", intent)
             return
         self._turns += 1
-        await self.push(UserTurnFrame(turn=self._turns, text=text, source=source, speech_end=speech_end))
+        answer = intent.text if isinstance(intent, Tell) else None
+        if answer is not None:
+            log.info("answered locally: a clock question")
+        await self.push(UserTurnFrame(turn=self._turns, text=text, source=source, speech_end=speech_end,
+                                      local_answer=answer))

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from remote_api.processes import free_port, running
+from sidecar.models.catalogue import find, llms
 from tests.fakes.llama_server import token_text
 
 BIN = Path(sys.executable).parent
@@ -134,3 +135,43 @@ def test_stella_server_embedded_default_runs_llama_server_and_leaves_no_orphan()
     assert proc.returncode == 0
     for child in children:
         assert not Path(f"/proc/{child}").exists() or "zombie" in Path(f"/proc/{child}/status").read_text()
+
+
+@pytest.mark.llama
+@pytest.mark.parametrize("name", [spec.name for spec in llms()])
+def test_stella_server_runs_the_llm_its_settings_name_with_that_models_template(name):
+    """`llama.model_name` picks a catalogue LLM; llama-server gets the model's template flags
+    (a built-in template by name needs --no-jinja, an instruct GGUF's own needs --jinja)."""
+    spec = find(name)
+    port = free_port()
+    env = {**os.environ, "STELLA_GATEWAY__PORT": str(port), "STELLA_LLAMA__MODEL_NAME": name}
+    url = f"http://127.0.0.1:{port}"
+    with running([str(BIN / "stella-server"), "serve"], url, timeout=60, grace=15, env=env, stderr=subprocess.PIPE,
+                 text=True) as proc:
+        (child,) = _children(proc.pid)
+        argv = Path(f"/proc/{child}/cmdline").read_bytes().decode().split("\0")
+        assert argv[argv.index("-m") + 1].endswith(f"/{spec.name}/{spec.main}")
+        if spec.chat_template:
+            assert argv[argv.index("--chat-template") - 1:argv.index("--chat-template") + 2] == [
+                "--no-jinja", "--chat-template", spec.chat_template]
+        else:
+            assert "--jinja" in argv and "--chat-template" not in argv
+        said = chat("--server", url, "--max-tokens", "8", "--temperature", "0", "What is your name?")
+        assert said.returncode == 0 and said.stdout.strip(), said.stderr
+
+
+@pytest.mark.parametrize("name", ["nope", "piper-joe"])
+def test_stella_server_names_a_bad_model_name_and_the_ones_to_choose(name):
+    env = {**os.environ, "STELLA_LLAMA__MODEL_NAME": name, "STELLA_GATEWAY__PORT": str(free_port())}
+    done = subprocess.run([str(BIN / "stella-server"), "serve"], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 2, done.stderr
+    assert f"llama.model_name {name!r} is not a language model Stella knows; choose one of" in done.stderr
+    assert all(spec.name in done.stderr for spec in llms())
+
+
+def test_stella_chat_help_says_it_is_the_operators_raw_link_tool():
+    done = chat("--help")
+    said = " ".join(done.stdout.split())
+    assert done.returncode == 0
+    assert "The raw link tool for operators" in said and "no persona, no saved history, no local intents" in said
+    assert "run `stella run`" in said

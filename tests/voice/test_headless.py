@@ -190,3 +190,21 @@ def test_bad_input_gets_a_clear_message(args, message, tmp_path, subprocess_env)
     assert proc.returncode != 0
     assert message in proc.stderr, proc.stderr[-2000:]
     assert "Traceback" not in proc.stderr
+
+
+def test_a_spoken_clock_question_is_answered_aloud_without_the_model(gateway, engines, piper, tmp_path):
+    """"What time is it?" after the wake word: the turn carries the machine's own answer, no request
+    goes to the gateway, and the answer is spoken into out.wav like any reply."""
+    wav = save(tmp_path / "in.wav", concat(silence(0.5), piper("Hey Stella, what time is it?"), silence(0.5)))
+    config = with_wake(AppConfig(server_url=gateway.url), "hey stella")
+    options = Options(audio_in=wav, audio_out=tmp_path / "out.wav", events=tmp_path / "events.jsonl", fast=True)
+    events = run_inprocess(config, options, engines)
+    turn = first(events, "user_turn")
+    assert turn["local_answer"] and turn["local_answer"].startswith("It's "), turn
+    assert not [e for e in events if e["type"] == "request_sent"], "the model was asked"
+    assert spoken_text(events, turn["turn"]) == turn["local_answer"]
+    audio = [e for e in events if e["type"] == "audio_out" and e["turn"] == turn["turn"]]
+    assert audio and sum(e["duration"] for e in audio) > 0.5
+    out = load(options.audio_out)
+    start, end = audio[0]["t"], audio[-1]["t"] + audio[-1]["duration"]
+    assert float(np.sqrt(np.mean(out[int(start * RATE):int(end * RATE)] ** 2))) > 0.01, "nothing audible was played"

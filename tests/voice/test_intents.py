@@ -1,6 +1,12 @@
-"""Local intents: stop, volume and outfits without a round trip; the model's outfit tags."""
+"""Local intents: stop, volume, outfits and the clock without a round trip; the model's outfit tags."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from datetime import datetime
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -10,12 +16,13 @@ from sidecar.frames import (
     EndFrame,
     InterruptionFrame,
     OutfitFrame,
+    ReplyDoneFrame,
     SentenceFrame,
     UserTextFrame,
     UserTurnFrame,
     VolumeFrame,
 )
-from sidecar.intents import Intents, OutfitTags, Stop, Volume, Wear, load_catalogue, strip_tags
+from sidecar.intents import Intents, OutfitTags, Stop, Tell, Volume, Wear, load_catalogue, strip_tags
 from sidecar.reply import Reply
 from sidecar.voice.addressing import TurnTaker
 from sidecar.voice.sentences import Sentences
@@ -113,3 +120,82 @@ def test_the_system_line_offers_the_catalogue_ids():
     line = Conversation(PersonaConfig(), ChatConfig(), outfits=CATALOGUE).system_line()
     assert "[outfit: ID]" in line and all(o.id in line for o in CATALOGUE)
     assert strip_tags("Okay [outfit: hoodie] done") == "Okay done"
+
+
+# --- the clock: questions the machine answers itself --------------------------------------
+
+# 23:05 on Tuesday 1 December 2026 in UTC is already Wednesday morning in Tokyo: the answers
+# must follow the user's time zone, not UTC.
+TOKYO_NOW = datetime(2026, 12, 1, 23, 5, tzinfo=ZoneInfo("UTC")).astimezone(ZoneInfo("Asia/Tokyo"))
+CLOCK = Intents(CATALOGUE, "Stella", now=lambda: TOKYO_NOW)
+
+
+@pytest.mark.parametrize("phrase", [
+    "What time is it?", "What's the time?", "what is the time now", "Stella, what time is it?",
+    "Can you tell me the time, please?", "Do you know what time it is?", "Hey Stella, what's the time right now?",
+    "Tell me the time.", "What's the current time?",
+])
+def test_time_questions_are_answered_with_the_users_local_time(phrase):
+    assert CLOCK.parse(phrase) == Tell("It's 8:05 AM.")
+
+
+@pytest.mark.parametrize("phrase", [
+    "What's the date?", "Tell me the date.", "What is the date today?", "What's today's date?",
+    "What date is it?", "Could you tell me the date, Stella?", "What's the date today, please?",
+])
+def test_date_questions_are_answered_with_the_users_local_date(phrase):
+    assert CLOCK.parse(phrase) == Tell("Today is Wednesday, December 2, 2026.")
+
+
+@pytest.mark.parametrize("phrase", [
+    "What day is it today?", "What day is it?", "What day is today?", "Which day is it?",
+    "What day of the week is it?", "Stella, do you know what day it is?", "Tell me what day it is today.",
+])
+def test_day_questions_are_answered_with_the_users_local_weekday(phrase):
+    assert CLOCK.parse(phrase) == Tell("Today is Wednesday.")
+
+
+@pytest.mark.parametrize("phrase", [
+    "What time did you wake up?", "What day do you like best?", "What time is it in London?",
+    "What's the date of the party?", "Is it time to go?", "Do you have time for a story?",
+    "What time do you go to bed?", "What day is your birthday?", "I had a great day today.",
+    "Tell me about time travel.", "What is the date of Christmas?", "Have a nice day.",
+])
+def test_questions_that_only_mention_time_or_days_go_to_the_model(phrase):
+    assert CLOCK.parse(phrase) is None
+
+
+def test_afternoon_and_midnight_read_as_twelve_hour_times():
+    def at(hour, minute):
+        return Intents((), now=lambda: datetime(2026, 3, 9, hour, minute, tzinfo=ZoneInfo("Europe/Lisbon")))
+    assert at(15, 30).parse("What time is it?") == Tell("It's 3:30 PM.")
+    assert at(0, 7).parse("What time is it?") == Tell("It's 12:07 AM.")
+    assert at(12, 0).parse("What time is it?") == Tell("It's 12:00 PM.")
+    assert at(9, 0).parse("What day is it?") == Tell("Today is Monday.")
+
+
+def test_the_default_clock_is_the_computers_time_zone():
+    """With no clock injected the answer is in the zone the user's session has (TZ honoured)."""
+    code = ("from sidecar.intents import local_now; n = local_now(); "
+            "print(n.utcoffset().total_seconds(), n.tzname())")
+    for zone, offset in (("Asia/Kolkata", 19800.0), ("America/Caracas", -14400.0)):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              env={**os.environ, "TZ": zone})
+        assert float(done.stdout.split()[0]) == offset, (zone, done.stdout)
+
+
+def test_a_clock_question_is_answered_without_the_model_and_spoken_like_a_reply():
+    """Typed or spoken, the turn is shown, said (sentences go to TTS) and kept in the history."""
+    link = ScriptedLink(["Sure."])
+    convo = Conversation(PersonaConfig(), ChatConfig())
+    frames = run([UserTextFrame(text="What time is it?"), 0.2, UserTextFrame(text="Tell me a story."), 0.3,
+                  EndFrame()],
+                 [TurnTaker("hey stella", 8.0, intents=CLOCK), Reply(link, convo, ChatConfig()), Sentences(4)])
+    turns = [f for f in frames if isinstance(f, UserTurnFrame)]
+    assert [(t.text, t.local_answer) for t in turns] == [("What time is it?", "It's 8:05 AM."),
+                                                          ("Tell me a story.", None)]
+    assert [f.text for f in frames if isinstance(f, SentenceFrame) and f.turn == turns[0].turn] == ["It's 8:05 AM."]
+    assert [(f.turn, f.reason, f.text) for f in frames if isinstance(f, ReplyDoneFrame)][0] == (
+        turns[0].turn, "stop", "It's 8:05 AM.")
+    assert len(link.requests) == 1, "only the story goes to the model"
+    assert {"role": "assistant", "content": "It's 8:05 AM."} in link.requests[0], "the answer is in the history"
