@@ -17,7 +17,10 @@ Security: with `credentials` (from pairing, `remote_api.credentials`) every requ
 fresh access token and message bodies are sealed end to end (`remote_api.seal`); https/wss
 certificates are verified (`ca_file` for a private CA). Without credentials, a loopback URL
 uses the local gateway's own device once that gateway has started (the embedded default needs
-no setup, and the app may start before its gateway).
+no setup, and the app may start before its gateway); until then it waits, and never talks in
+clear: another local user may hold that port. Any other URL needs credentials. Only
+`anonymous=True` (a gateway that authenticates nobody, as the link-layer tests run) sends
+neither token nor seal.
 Given several URLs (gateway replicas sharing state through Redis) the client moves to the next
 one whenever a connection cannot be made, and resumes its session there.
 """
@@ -34,8 +37,16 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from remote_api.credentials import Credentials, CredentialsRejected, TokenSource, find_local_credentials
+from remote_api.credentials import (
+    LOOPBACK,
+    Credentials,
+    CredentialsRejected,
+    TokenSource,
+    find_local_credentials,
+    local_credentials_path,
+)
 from remote_api.envelope import ProtocolError, Type
 from remote_api.link_config import LinkConfig
 from remote_api.protocol import (
@@ -159,6 +170,7 @@ class LinkClient:
         credentials: Credentials | TokenSource | None = None,
         ca_file: str | Path | None = None,
         seal: bool | None = None,
+        anonymous: bool = False,
     ) -> None:
         urls = [server_url] if isinstance(server_url, str) else list(server_url)
         for url in urls:
@@ -175,8 +187,11 @@ class LinkClient:
         self._on_outfit = on_outfit
         self._headers = dict(headers or {})
         self._ssl = client_context(ca_file)
-        self._seal = seal  # None: seal when there are credentials
-        self._find_local = credentials is None  # see `_local_credentials`
+        if anonymous and (credentials is not None or seal):
+            raise ValueError("an anonymous client has no credentials and cannot seal; drop one of them")
+        self._seal = False if anonymous else seal  # None: seal (there are credentials, or there will be)
+        self.anonymous = anonymous
+        self._find_local = credentials is None and not anonymous  # see `_local_credentials`
         if isinstance(credentials, Credentials):
             credentials = TokenSource(credentials, verify=self._ssl)
         self.tokens: TokenSource | None = credentials
@@ -200,8 +215,22 @@ class LinkClient:
         return self.urls[self._url]
 
     def _codec(self) -> BodyCodec:
-        seal = self.tokens is not None if self._seal is None else self._seal
+        seal = not self.anonymous if self._seal is None else self._seal
         return SealCodec(Role.CLIENT, self.tokens.link_key if self.tokens else b"") if seal else PlainCodec()
+
+    def _missing_credentials(self, url: str) -> str:
+        """Why there is nothing to connect with (no credentials and none left by a local gateway):
+        LinkRefused for a remote URL, else the detail to wait with."""
+        parts = urlsplit(url)
+        pair = (f"stella-server device add NAME on the server, then stella-chat --server {url} --pair CODE "
+                "--credentials FILE")
+        if parts.hostname not in LOOPBACK:
+            raise LinkRefused("no_credentials", f"this device has no credentials for {url}",
+                              f"Pair it first: {pair}.")
+        path = local_credentials_path(parts.port or (443 if parts.scheme == "https" else 80))
+        return (f"no credentials for {url}: {path} (left by a local `stella-server serve` while it runs) does not "
+                f"exist or is stale, and this client never talks to a gateway in clear; start the local gateway, or "
+                f"pair: {pair}")
 
     def _local_credentials(self) -> bool:
         """Without credentials, until the first connection: has a gateway on this loopback URL
@@ -367,6 +396,8 @@ class LinkClient:
             return ws, "upgraded"
         url = self.server_url
         self._local_credentials()
+        if self.tokens is None and not self.anonymous:
+            return None, self._missing_credentials(url)
         try:
             headers = await self._request_headers(url)
         except Untrusted:
