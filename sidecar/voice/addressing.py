@@ -144,7 +144,8 @@ class TurnTaker(Processor):
         if self.window.covers(utterance):  # follows a wake word (or whisper misspelt the one in it)
             await self._take(text, utterance)
         else:
-            log.info("not addressed: %r", text)
+            log.info("not addressed: ignoring %d chars of speech", len(text))
+            log.debug("not addressed: %r", text)
 
     async def _take(self, text: str, utterance: UtteranceFrame) -> None:
         self.window.spend()
@@ -159,7 +160,8 @@ class TurnTaker(Processor):
         elif isinstance(intent, Wear):
             await self.push(OutfitFrame(id=intent.outfit, source="user"))
         if intent is not None:
-            log.info("handled locally: %r -> %s", text, intent)
+            log.info("handled locally: %s", intent)
+            log.debug("handled locally: %r -> %s", text, intent)
             return
         self._turns += 1
         await self.push(UserTurnFrame(turn=self._turns, text=text, source=source, speech_end=speech_end))
