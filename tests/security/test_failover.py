@@ -35,6 +35,8 @@ BIN = Path(sys.executable).parent
 LINK = "\n".join(f"{name} = {getattr(FAST, name)!r}" for name in (
     "heartbeat_interval", "heartbeat_timeout", "retransmit_timeout", "handshake_timeout", "reconnect_min",
     "reconnect_max", "connect_timeout", "longpoll_hold", "upgrade_probe_interval", "session_ttl"))
+# One state key for the whole run: the session's Redis keeps the signing key it sealed.
+STATE_KEY = new_key_line("tests")
 
 
 @dataclass
@@ -74,7 +76,7 @@ def start_replicas(redis_url: str, upstream_url: str, tmp_path: Path, log_level:
     config.write_text(f"[link]\n{LINK}\n[auth]\nrecheck_interval = 0.3\n{auth}\n")
     ports = [free_port(), free_port()]
     urls = [f"http://127.0.0.1:{port}" for port in ports]
-    env = {**os.environ, "STELLA_STATE__KEY": new_key_line()}
+    env = {**os.environ, "STELLA_STATE__KEY": STATE_KEY}
     logs = [tmp_path / f"replica-{port}.log" for port in ports]
     with contextlib.ExitStack() as stack:
         procs = []
