@@ -23,7 +23,7 @@ from remote_api.client import Done, LinkClient
 from remote_api.credentials import TokenSource
 from remote_api.pairing import fingerprint_hash, proof_hash, refresh_proof
 from remote_api.seal import b64e
-from remote_api.state_key import StateKeys, new_key_line
+from remote_api.state_key import StateKeyError, StateKeys, new_key_line
 from tests import services
 from tests.link.harness import FAST, collect
 
@@ -173,3 +173,18 @@ def test_state_key_prints_a_key_the_settings_take():
     printed = subprocess.run([str(BIN / "stella-server"), "state-key"], capture_output=True, text=True, timeout=30)
     keys = StateKeys.parse(printed.stdout, "its output")
     assert printed.returncode == 0 and len(keys.keys[keys.current]) == 32
+
+
+def test_a_state_key_file_must_be_private_and_well_formed(tmp_path):
+    path = tmp_path / "state.key"
+    path.write_text(new_key_line("file") + "\n")
+    path.chmod(0o644)
+    with pytest.raises(StateKeyError, match="readable by other users; chmod 600"):
+        StateKeys.load("", path)
+    path.chmod(0o600)
+    assert StateKeys.load("", path).current == "file"
+    path.write_text("file:not-base64-of-32-bytes\n")
+    with pytest.raises(StateKeyError, match="must be ID:KEY"):
+        StateKeys.load("", path)
+    with pytest.raises(StateKeyError, match="STELLA_STATE__KEY"):
+        StateKeys.load("", None)
