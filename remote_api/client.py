@@ -37,15 +37,13 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from remote_api.credentials import (
-    LOOPBACK,
     Credentials,
     CredentialsRejected,
     TokenSource,
     find_local_credentials,
-    local_credentials_path,
+    local_credentials_for,
 )
 from remote_api.envelope import ProtocolError, Type
 from remote_api.link_config import LinkConfig
@@ -221,13 +219,12 @@ class LinkClient:
     def _missing_credentials(self, url: str) -> str:
         """Why there is nothing to connect with (no credentials and none left by a local gateway):
         LinkRefused for a remote URL, else the detail to wait with."""
-        parts = urlsplit(url)
         pair = (f"stella-server device add NAME on the server, then stella-chat --server {url} --pair CODE "
                 "--credentials FILE")
-        if parts.hostname not in LOOPBACK:
+        path = local_credentials_for(url)
+        if path is None:
             raise LinkRefused("no_credentials", f"this device has no credentials for {url}",
                               f"Pair it first: {pair}.")
-        path = local_credentials_path(parts.port or (443 if parts.scheme == "https" else 80))
         return (f"no credentials for {url}: {path} (left by a local `stella-server serve` while it runs) does not "
                 f"exist or is stale, and this client never talks to a gateway in clear; start the local gateway, or "
                 f"pair: {pair}")

@@ -38,9 +38,13 @@ def test_20_rounds_of_50_refreshes_racing_a_revoke_leave_no_device_active(replic
     state = open_state(ServerConfig(state=StateSection(redis=replicas.redis, key=replicas.env["STELLA_STATE__KEY"])))
     rng = random.Random(16)
 
-    async def round_(http: httpx.AsyncClient) -> tuple[Credentials, list[int]]:
+    async def round_() -> tuple[Credentials, list[int]]:
         creds = await replicas.pair("fp-race")
-        assert await refresh(http, replicas.urls[0], creds) == 200
+        async with client() as http:  # fresh connections: none idles towards the server's keep-alive timeout
+            assert await refresh(http, replicas.urls[0], creds) == 200
+            return creds, await race(http, creds)
+
+    async def race(http: httpx.AsyncClient, creds: Credentials) -> list[int]:
 
         async def revoke_midway() -> None:
             await asyncio.sleep(rng.uniform(0.005, 0.04))
@@ -48,13 +52,15 @@ def test_20_rounds_of_50_refreshes_racing_a_revoke_leave_no_device_active(replic
 
         statuses = await asyncio.gather(
             *(refresh(http, replicas.urls[i % 2], creds) for i in range(PARALLEL)), revoke_midway())
-        return creds, list(statuses[:PARALLEL])
+        return list(statuses[:PARALLEL])
+
+    def client() -> httpx.AsyncClient:
+        return httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=PARALLEL * 2))
 
     async def scenario():
-        limits = httpx.Limits(max_connections=PARALLEL * 2)
-        async with httpx.AsyncClient(timeout=30, limits=limits) as http:
-            results = [await round_(http) for _ in range(ROUNDS)]
-            devices = {d.id: d for d in await state.devices()}
+        results = [await round_() for _ in range(ROUNDS)]
+        devices = {d.id: d for d in await state.devices()}
+        async with client() as http:
             later = [await refresh(http, replicas.urls[1], creds) for creds, _ in results]
         await state.close()
         return results, devices, later
