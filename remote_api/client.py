@@ -1,6 +1,6 @@
 """The link's client library: one reliable session to a gateway, whatever the network does.
 
-    async with LinkClient("http://server:8765") as client:
+    async with LinkClient("https://server:8765", credentials=creds) as client:  # creds: from pairing
         turn = client.chat([{"role": "user", "content": "Hi!"}])
         async for event in turn:          # Token ..., then Done or Error
             ...
