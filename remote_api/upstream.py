@@ -363,7 +363,8 @@ class Upstream:
             raise UpstreamError(
                 "bad_response",
                 f"llama-server at {self.base_url} has a broken chat template: it turned the "
-                f"conversation into {_snippet(prompt)}, without the last message. Start it with "
+                f"conversation into {len(prompt)} characters without the last message (the prompt is "
+                "not quoted here: it holds the user's words). Start it with "
                 "--no-jinja before --chat-template NAME, or give a real template with "
                 "--chat-template-file.",
             )
