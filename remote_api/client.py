@@ -38,6 +38,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+import httpx
+
 from remote_api.credentials import (
     Credentials,
     CredentialsRejected,
@@ -216,18 +218,31 @@ class LinkClient:
         seal = not self.anonymous if self._seal is None else self._seal
         return SealCodec(Role.CLIENT, self.tokens.link_key if self.tokens else b"") if seal else PlainCodec()
 
-    def _missing_credentials(self, url: str) -> str:
-        """Why there is nothing to connect with (no credentials and none left by a local gateway):
-        LinkRefused for a remote URL, else the detail to wait with."""
+    async def _missing_credentials(self, url: str) -> str:
+        """Nothing to connect with: no credentials, and none left by a local gateway. A remote URL,
+        or a loopback one where a server already answers (so it is not a local gateway about to
+        leave them: a proxy, a gateway that pairs no local device, another user's): LinkRefused.
+        Otherwise the detail to wait with. Only /health is asked, which carries no conversation."""
         pair = (f"stella-server device add NAME on the server, then stella-chat --server {url} --pair CODE "
                 "--credentials FILE")
         path = local_credentials_for(url)
         if path is None:
             raise LinkRefused("no_credentials", f"this device has no credentials for {url}",
                               f"Pair it first: {pair}.")
-        return (f"no credentials for {url}: {path} (left by a local `stella-server serve` while it runs) does not "
-                f"exist or is stale, and this client never talks to a gateway in clear; start the local gateway, or "
-                f"pair: {pair}")
+        detail = (f"no credentials for {url}: {path} (left by a local `stella-server serve` while it runs) does "
+                  f"not exist or is stale, and this client never talks to a gateway in clear; start the local "
+                  f"gateway, or pair: {pair}")
+        if await self._answers(url) and not self._local_credentials():
+            raise LinkRefused("no_credentials", detail, f"Pair this device: {pair}.")
+        return detail
+
+    async def _answers(self, url: str) -> bool:
+        try:
+            async with httpx.AsyncClient(verify=self._ssl, timeout=self.config.connect_timeout) as http:
+                await http.get(url + "/health")
+        except httpx.HTTPError:
+            return False
+        return True
 
     def _local_credentials(self) -> bool:
         """Without credentials, until the first connection: has a gateway on this loopback URL
@@ -394,7 +409,7 @@ class LinkClient:
         url = self.server_url
         self._local_credentials()
         if self.tokens is None and not self.anonymous:
-            return None, self._missing_credentials(url)
+            return None, await self._missing_credentials(url)
         try:
             headers = await self._request_headers(url)
         except Untrusted:

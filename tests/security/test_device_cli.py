@@ -55,7 +55,7 @@ def test_pair_chat_list_and_revoke_from_the_command_line(fake_upstream, tmp_path
         twice = run("stella-server", "device", "revoke", "laptop", *state)
         jti = run("stella-server", "device", "revoke", "--jti", "some-token-id", *state)
         bad_name = run("stella-server", "device", "add", "no spaces!", *state)
-    assert stranger.returncode == 3 and "no credentials for" in stranger.stderr and "--pair CODE" in stranger.stderr
+    assert stranger.returncode == 5 and "no credentials for" in stranger.stderr and "--pair CODE" in stranger.stderr
     assert added.returncode == 0 and "stella-chat" in added.stdout
     assert paired.returncode == 0, paired.stderr
     assert paired.stdout.strip() == again.stdout.strip() == expected(5).strip()

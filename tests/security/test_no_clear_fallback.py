@@ -1,7 +1,9 @@
 """A client without credentials never talks in clear. Another local user who grabs a loopback
-port first and runs a gateway that lets anyone in gets no session and no word: the client waits
-for the credentials a local gateway leaves, then fails with an error naming that file and how to
-pair. A remote URL without credentials is refused at once. The user-facing commands say so."""
+port first and runs a gateway that lets anyone in gets no session and no word: finding no
+credentials left by a local gateway and a server already answering there (its /health only), the
+client stops with an error naming that file and how to pair. (While nothing answers it waits:
+the app may start before its gateway, `test_embedded.py`.) A remote URL without credentials is
+refused at once. The user-facing commands say so."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import sys
 
 import pytest
 
-from remote_api.client import LinkClient, LinkError, LinkRefused
+from remote_api.client import LinkClient, LinkRefused
 from remote_api.credentials import local_credentials_path
 from tests.link.harness import FAST, GatewayThread
 
@@ -27,8 +29,8 @@ def test_a_loopback_client_without_credentials_gives_a_squatting_gateway_nothing
         async def scenario():
             client = LinkClient(squatter.url, FAST)
             client.chat(HI, max_tokens=4)
-            with pytest.raises(LinkError) as failed:
-                await client.connect(1.5)
+            with pytest.raises(LinkRefused) as failed:
+                await client.connect(10)
             await client.close()
             return str(failed.value)
 
