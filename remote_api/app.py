@@ -20,16 +20,21 @@ from remote_api.pairing import machine_fingerprint, new_device
 from remote_api.protocol import BodyCodec, PlainCodec, Role
 from remote_api.ratelimit import FailureLimiter
 from remote_api.seal import SealCodec
-from remote_api.state import GatewayState, LocalState, default_data_dir
+from remote_api.state import GatewayState, LocalState, StateError, default_data_dir
 from remote_api.tokens import TokenIssuer
 from remote_api.upstream import Upstream
 
 
 def open_state(cfg: ServerConfig) -> GatewayState:
     if cfg.state.redis:
+        from remote_api.state_key import StateKeyError, StateKeys
         from remote_api.state_redis import RedisState
 
-        return RedisState(cfg.state.redis, session_ttl=cfg.link.session_ttl)
+        try:
+            keys = StateKeys.load(cfg.state.key, cfg.state.key_file)
+        except StateKeyError as exc:
+            raise StateError(str(exc)) from None
+        return RedisState(cfg.state.redis, keys, session_ttl=cfg.link.session_ttl)
     return LocalState(cfg.state.data_dir or default_data_dir())
 
 

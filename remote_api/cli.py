@@ -1,5 +1,6 @@
 """`stella-server`: run the gateway (`serve`), manage the devices allowed to use it (`device
-add|list|revoke`), or ask a running one how it is (`health`).
+add|list|revoke`), print a state key for Redis replicas (`state-key`), or ask a running one how it
+is (`health`).
 
 With no upstream URL, `serve` runs the embedded default: it starts a local llama-server with
 the provisioned model, restarts it if it crashes, and stops it on exit (SIGINT/SIGTERM shut
@@ -37,6 +38,7 @@ from remote_api.logs import setup_logging
 from remote_api.operator import OPERATOR_HEADER, operator_secret, operator_secret_path, read_operator_secret
 from remote_api.pairing import issue_code
 from remote_api.state import GatewayState, StateError
+from remote_api.state_key import new_key_line
 from remote_api.tls import client_context
 from remote_api.transport import TransportClosed
 from remote_api.upstream import Upstream
@@ -112,6 +114,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per upstream request
     llama: LlamaServer | None = None
     urls = list(gw.upstreams)
+    state = open_state(cfg)  # before llama-server: a replica without its state key stops here
     try:
         if not urls:
             ll = cfg.llama
@@ -122,18 +125,18 @@ def cmd_serve(args: argparse.Namespace) -> int:
             )
             llama.start()
             urls = [llama.url]
-        asyncio.run(_serve(cfg, urls, llama))
+        asyncio.run(_serve(cfg, urls, llama, state))
     finally:
         if llama is not None:
             llama.stop()
     return 0
 
 
-async def _serve(cfg: ServerConfig, urls: list[str], llama: LlamaServer | None) -> None:
-    upstreams = [Upstream(url, cfg.gateway.api) for url in urls]
+async def _serve(cfg: ServerConfig, urls: list[str], llama: LlamaServer | None, state: GatewayState) -> None:
+    key = llama.api_key if llama is not None else cfg.gateway.upstream_key
+    upstreams = [Upstream(url, cfg.gateway.api, api_key=key) for url in urls]
     gw = cfg.gateway
     url = f"{'https' if cfg.tls.cert else 'http'}://{gw.host}:{gw.port}"
-    state = open_state(cfg)
     supervisor = asyncio.create_task(llama.supervise()) if llama is not None else None
     try:
         async with contextlib.AsyncExitStack() as stack:
@@ -204,6 +207,14 @@ async def _device(args: argparse.Namespace, cfg: ServerConfig, state: GatewaySta
 
 def _when(stamp: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp)) if stamp else "-"
+
+
+def cmd_state_key(args: argparse.Namespace) -> int:
+    print(new_key_line())
+    print("Give it to every replica (STELLA_STATE__KEY=..., or a mode-600 file named by state.key_file). To rotate: "
+          "put a new key first and keep the old one after it (comma-separated) until its values have expired.",
+          file=sys.stderr)
+    return 0
 
 
 def cmd_health(args: argparse.Namespace) -> int:
@@ -296,6 +307,9 @@ def build_parser() -> argparse.ArgumentParser:
         parser_.add_argument("--config", type=Path)
         _state_options(parser_)
     device.set_defaults(func=cmd_device)
+
+    state_key = sub.add_parser("state-key", help="print a new state key (replicas seal their Redis state with it)")
+    state_key.set_defaults(func=cmd_state_key)
 
     health = sub.add_parser("health", help="check a running gateway and its llama-servers")
     health.add_argument("--server", help="gateway URL (default: from --config, else http://127.0.0.1:8765)")

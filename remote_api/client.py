@@ -1,6 +1,6 @@
 """The link's client library: one reliable session to a gateway, whatever the network does.
 
-    async with LinkClient("http://server:8765") as client:
+    async with LinkClient("https://server:8765", credentials=creds) as client:  # creds: from pairing
         turn = client.chat([{"role": "user", "content": "Hi!"}])
         async for event in turn:          # Token ..., then Done or Error
             ...
@@ -17,7 +17,10 @@ Security: with `credentials` (from pairing, `remote_api.credentials`) every requ
 fresh access token and message bodies are sealed end to end (`remote_api.seal`); https/wss
 certificates are verified (`ca_file` for a private CA). Without credentials, a loopback URL
 uses the local gateway's own device once that gateway has started (the embedded default needs
-no setup, and the app may start before its gateway).
+no setup, and the app may start before its gateway); until then it waits, and never talks in
+clear: another local user may hold that port. Any other URL needs credentials. Only
+`anonymous=True` (a gateway that authenticates nobody, as the link-layer tests run) sends
+neither token nor seal.
 Given several URLs (gateway replicas sharing state through Redis) the client moves to the next
 one whenever a connection cannot be made, and resumes its session there.
 """
@@ -35,7 +38,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from remote_api.credentials import Credentials, CredentialsRejected, TokenSource, find_local_credentials
+import httpx
+
+from remote_api.credentials import (
+    Credentials,
+    CredentialsRejected,
+    TokenSource,
+    find_local_credentials,
+    local_credentials_for,
+)
 from remote_api.envelope import ProtocolError, Type
 from remote_api.link_config import LinkConfig
 from remote_api.protocol import (
@@ -159,6 +170,7 @@ class LinkClient:
         credentials: Credentials | TokenSource | None = None,
         ca_file: str | Path | None = None,
         seal: bool | None = None,
+        anonymous: bool = False,
     ) -> None:
         urls = [server_url] if isinstance(server_url, str) else list(server_url)
         for url in urls:
@@ -175,8 +187,11 @@ class LinkClient:
         self._on_outfit = on_outfit
         self._headers = dict(headers or {})
         self._ssl = client_context(ca_file)
-        self._seal = seal  # None: seal when there are credentials
-        self._find_local = credentials is None  # see `_local_credentials`
+        if anonymous and (credentials is not None or seal):
+            raise ValueError("an anonymous client has no credentials and cannot seal; drop one of them")
+        self._seal = False if anonymous else seal  # None: seal (there are credentials, or there will be)
+        self.anonymous = anonymous
+        self._find_local = credentials is None and not anonymous  # see `_local_credentials`
         if isinstance(credentials, Credentials):
             credentials = TokenSource(credentials, verify=self._ssl)
         self.tokens: TokenSource | None = credentials
@@ -200,8 +215,34 @@ class LinkClient:
         return self.urls[self._url]
 
     def _codec(self) -> BodyCodec:
-        seal = self.tokens is not None if self._seal is None else self._seal
+        seal = not self.anonymous if self._seal is None else self._seal
         return SealCodec(Role.CLIENT, self.tokens.link_key if self.tokens else b"") if seal else PlainCodec()
+
+    async def _missing_credentials(self, url: str) -> str:
+        """Nothing to connect with: no credentials, and none left by a local gateway. A remote URL,
+        or a loopback one where a server already answers (so it is not a local gateway about to
+        leave them: a proxy, a gateway that pairs no local device, another user's): LinkRefused.
+        Otherwise the detail to wait with. Only /health is asked, which carries no conversation."""
+        pair = (f"stella-server device add NAME on the server, then stella-chat --server {url} --pair CODE "
+                "--credentials FILE")
+        path = local_credentials_for(url)
+        if path is None:
+            raise LinkRefused("no_credentials", f"this device has no credentials for {url}",
+                              f"Pair it first: {pair}.")
+        detail = (f"no credentials for {url}: {path} (left by a local `stella-server serve` while it runs) does "
+                  f"not exist or is stale, and this client never talks to a gateway in clear; start the local "
+                  f"gateway, or pair: {pair}")
+        if await self._answers(url) and not self._local_credentials():
+            raise LinkRefused("no_credentials", detail, f"Pair this device: {pair}.")
+        return detail
+
+    async def _answers(self, url: str) -> bool:
+        try:
+            async with httpx.AsyncClient(verify=self._ssl, timeout=self.config.connect_timeout) as http:
+                await http.get(url + "/health")
+        except httpx.HTTPError:
+            return False
+        return True
 
     def _local_credentials(self) -> bool:
         """Without credentials, until the first connection: has a gateway on this loopback URL
@@ -367,6 +408,8 @@ class LinkClient:
             return ws, "upgraded"
         url = self.server_url
         self._local_credentials()
+        if self.tokens is None and not self.anonymous:
+            return None, await self._missing_credentials(url)
         try:
             headers = await self._request_headers(url)
         except Untrusted:

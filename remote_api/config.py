@@ -158,6 +158,9 @@ class GatewaySection:
     # Empty = the embedded default: start and supervise a local llama-server.
     upstreams: list[str] = field(default_factory=list)
     api: Literal["chat", "completion"] = "chat"
+    # The --api-key of those llama-servers (sent as Authorization: Bearer); the embedded
+    # default's own llama-server gets a new random one at every launch instead.
+    upstream_key: str = field(default="", repr=False)
     # Web pages whose requests may reach /auth and /link (scheme://host[:port]); by default a
     # request with a browser's Origin or Sec-Fetch-Site is refused (`remote_api.origins`).
     allowed_origins: list[str] = field(default_factory=list)
@@ -216,11 +219,16 @@ class StateSection:
     """Where the gateway keeps devices, revocations and (with Redis) sessions."""
 
     data_dir: Path | None = None  # None = the platform's data dir (~/.local/share/stella/gateway)
-    redis: str = ""  # redis://host:port/db: share everything with other replicas (no data dir then)
+    redis: str = field(default="", repr=False)  # redis://host:port/db: share everything with other replicas
+    # With Redis: the state key sealing what the replicas keep there (`remote_api.state_key`),
+    # "ID:KEY[,ID:KEY...]" (the first seals, all open), or a file holding it (mode 0600).
+    key: str = field(default="", repr=False)
+    key_file: Path | None = None
 
     def __post_init__(self) -> None:
         if self.redis and not self.redis.startswith(("redis://", "rediss://", "unix://")):
-            raise ValueError(f"state setting 'redis' must be a redis:// URL, got {self.redis!r}")
+            raise ValueError("state setting 'redis' must be a redis:// URL, got "
+                             f"{self.redis.partition('://')[0] or self.redis[:8]!r}...")
 
 
 @dataclass

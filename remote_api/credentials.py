@@ -167,12 +167,20 @@ def write_local_credentials(credentials: Credentials, port: int) -> Path:
     return path
 
 
-def find_local_credentials(server_url: str) -> Credentials | None:
-    """The credentials a live local gateway at `server_url` (loopback only) left, if any."""
+def local_credentials_for(server_url: str) -> Path | None:
+    """Where a local gateway at `server_url` leaves its device's credentials (None: not loopback)."""
     parts = urlsplit(server_url)
     if parts.hostname not in LOOPBACK:
         return None
-    path = local_credentials_path(parts.port or (443 if parts.scheme == "https" else 80))
+    return local_credentials_path(parts.port or (443 if parts.scheme == "https" else 80))
+
+
+def find_local_credentials(server_url: str) -> Credentials | None:
+    """The credentials a live local gateway at `server_url` (loopback only) left, if any."""
+    path = local_credentials_for(server_url)
+    if path is None:
+        return None
+    parts = urlsplit(server_url)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         os.kill(int(data["pid"]), 0)  # a file left by a gateway that was killed is stale

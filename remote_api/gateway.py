@@ -89,6 +89,7 @@ ACTIONS = {
     "broken_stream": "Ask again; if it keeps happening, check llama-server's log.",
     "stalled": "Ask again; if it keeps happening, llama-server may be overloaded: restart it.",
     "bad_response": "Check that the gateway's upstream URL points to llama.cpp's llama-server.",
+    "unauthorized": "The server's operator must give the gateway that llama-server's API key.",
     "no_healthy_upstream": "Start llama-server (or wait for it to load), then ask again.",
 }
 
@@ -104,7 +105,7 @@ REPLY_DIVERGED = {
 }
 
 # Failures that say the upstream itself is unwell (not the request): take it out of rotation.
-_UPSTREAM_FAULTS = frozenset({"unreachable", "broken_stream", "stalled", "bad_response"})
+_UPSTREAM_FAULTS = frozenset({"unreachable", "broken_stream", "stalled", "bad_response", "unauthorized"})
 
 # authenticate(conn): an identity for the session; None refuses without a reason (HTTP 403);
 # raising AuthError refuses with one (its status, and an error envelope saying what to do).
@@ -382,7 +383,7 @@ class Gateway:
                 try:
                     await self._on_event(session, event)
                 except Exception:  # a bug must not take the session's loop down with it
-                    log.exception("session %s: failed to handle %r", session.sid, event)
+                    log.exception("session %s: failed to handle a %s event", session.sid, type(event).__name__)
             if session.closed:
                 return
             await self._flush(session)

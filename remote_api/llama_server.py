@@ -2,6 +2,11 @@
 
 The binary is built once per machine by `build/llama_server.sh` and cached by version; the
 child is tied to our lifetime (PR_SET_PDEATHSIG on Linux) so it never outlives the gateway.
+
+It listens on loopback, where every local user can reach it, so it gets a random API key for
+this launch (kept across crash restarts): only its /health answers without it. The key goes in
+the child's environment (LLAMA_API_KEY, readable by this user only), not on its command line,
+which `ps` shows everyone.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import secrets
 import subprocess
 from pathlib import Path
 
@@ -64,10 +70,21 @@ class LlamaServer:
         self.process: subprocess.Popen[bytes] | None = None
         self.restarts = 0
         self._stopped = False
+        self.api_key = secrets.token_urlsafe(32)
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """What a request to it must carry (everything but /health needs the key)."""
+        return {"Authorization": f"Bearer {self.api_key}"}
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The environment that makes a `stella-server serve --upstream URL` send the key."""
+        return {"STELLA_GATEWAY__UPSTREAM_KEY": self.api_key}
 
     def command(self) -> list[str]:
         return [
@@ -104,7 +121,7 @@ class LlamaServer:
         log.info("starting llama-server on %s with %s", self.url, self.model.name)
         self.process = subprocess.Popen(
             self.command(), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            preexec_fn=self._child_setup,
+            preexec_fn=self._child_setup, env={**os.environ, "LLAMA_API_KEY": self.api_key},
         )
         if out is not subprocess.DEVNULL:
             out.close()

@@ -30,13 +30,15 @@ log = logging.getLogger(__name__)
 
 ErrorCode = Literal[
     "context_exceeded", "loading", "unreachable", "broken_stream", "stalled", "bad_response",
-    "no_healthy_upstream",
+    "no_healthy_upstream", "unauthorized",
 ]
 
 _CONNECT_TIMEOUT = 10.0  # a LAN/loopback server answers a SYN in milliseconds
 _HEALTH_TIMEOUT = 3.0  # health checks must not hold up picking an upstream
 _ERROR_BODY_LIMIT = 64 * 1024  # error bodies are tiny JSON; never buffer a hostile one
 _SNIPPET = 120  # how much of a bad answer to quote in a message
+_KEY_ACTION = ("set the gateway's gateway.upstream_key (STELLA_GATEWAY__UPSTREAM_KEY) to that server's "
+               "--api-key")
 
 
 @dataclass(frozen=True)
@@ -202,6 +204,7 @@ class Upstream:
         *,
         stall_timeout: float = 30.0,
         client: httpx.AsyncClient | None = None,
+        api_key: str = "",
     ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise ValueError(f"upstream URL {base_url!r} must start with http:// or https://")
@@ -212,6 +215,9 @@ class Upstream:
         self.base_url = base_url.rstrip("/")
         self.api = api
         self.stall_timeout = stall_timeout
+        # llama-server's --api-key (the local one gets a new one at every launch): sent on every
+        # request but /health, which it leaves open.
+        self._auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         # `read` is the stall detector: httpx raises ReadTimeout when no byte arrives for that long.
         self._timeout = httpx.Timeout(
             stall_timeout, connect=min(_CONNECT_TIMEOUT, stall_timeout), read=stall_timeout
@@ -263,7 +269,7 @@ class Upstream:
         first_token_s = math.nan
         try:
             async with self._client.stream(
-                "POST", self.base_url + path, json=body, timeout=self._timeout
+                "POST", self.base_url + path, json=body, timeout=self._timeout, headers=self._auth
             ) as resp:
                 await self._check(resp, "text/event-stream")
                 answered = True
@@ -313,13 +319,19 @@ class Upstream:
         if not healthy:
             said = f"HTTP {resp.status_code} {_snippet(resp.content)}"
             return Health(False, False, None, f"/health answered {said}, not llama-server's status ok")
-        idle = await self._idle_slots()
+        try:
+            idle = await self._idle_slots()
+        except UpstreamError as exc:
+            return Health(False, False, None, exc.message)
         return Health(True, False, idle, "ok" if idle is None else f"ok, {idle} idle slot(s)")
 
     async def _idle_slots(self) -> int | None:
-        """Idle slots per `GET /slots`, or None if the server does not expose them (--no-slots)."""
+        """Idle slots per `GET /slots`, or None if the server does not expose them (--no-slots).
+        UpstreamError if it refuses our API key (its /health does not check keys)."""
         try:
-            resp = await self._client.get(self.base_url + "/slots", timeout=_HEALTH_TIMEOUT)
+            resp = await self._client.get(self.base_url + "/slots", timeout=_HEALTH_TIMEOUT, headers=self._auth)
+            if resp.status_code == 401:
+                raise self._status_error(401, resp.content)
             slots = resp.json() if resp.status_code == 200 else None
         except (httpx.HTTPError, ValueError) as exc:
             log.debug("%r: /slots unavailable: %s", self, _describe(exc))
@@ -332,8 +344,8 @@ class Upstream:
         """The model's own prompt for `messages`, formatted by the server's chat template."""
         try:
             resp = await self._client.post(
-                self.base_url + "/apply-template", json={"messages": messages}, timeout=self._timeout
-            )
+                self.base_url + "/apply-template", json={"messages": messages}, timeout=self._timeout,
+                headers=self._auth)
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, False, 0) from exc
         await self._check(resp, "application/json")
@@ -351,7 +363,8 @@ class Upstream:
             raise UpstreamError(
                 "bad_response",
                 f"llama-server at {self.base_url} has a broken chat template: it turned the "
-                f"conversation into {_snippet(prompt)}, without the last message. Start it with "
+                f"conversation into {len(prompt)} characters without the last message (the prompt is "
+                "not quoted here: it holds the user's words). Start it with "
                 "--no-jinja before --chat-template NAME, or give a real template with "
                 "--chat-template-file.",
             )
@@ -388,6 +401,10 @@ class Upstream:
         said = str(err.get("message") or "") or _snippet(body)
         if err.get("type") == "exceed_context_size_error":
             return self._context_error(err, status)
+        if status == 401:
+            given = "refused the gateway's API key" if self._auth else "wants an API key and the gateway has none"
+            return UpstreamError("unauthorized", f"llama-server at {self.base_url} {given} (HTTP 401: {said}); "
+                                 f"{_KEY_ACTION}.", status)
         if status == 503:
             return UpstreamError(
                 "loading",

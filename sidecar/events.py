@@ -46,7 +46,11 @@ class EventLog:
         frame._logged = True
         record = {"type": frame.event, "t": round(frame.t if frame.t is not None else 0.0, 4), **frame.event_data()}
         if frame.event not in ("token", "sentence", "tts"):
-            log.info("event %s", json.dumps(record, ensure_ascii=False))
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug("event %s", json.dumps(record, ensure_ascii=False))
+            else:  # what was said, either way, stays out of the log at INFO: its length only
+                log.info("event %s", json.dumps({k: f"<{len(v)} chars>" if k == "text" else v
+                                                 for k, v in record.items()}, ensure_ascii=False))
         if self._file is not None:
             self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
             self._file.flush()

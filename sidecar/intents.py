@@ -182,7 +182,8 @@ class Intents:
             return None
         found = self.resolve(obj)
         if found is None:
-            log.info("outfit request %r names no single outfit of the catalogue", text)
+            log.info("an outfit request names no single outfit of the catalogue")
+            log.debug("outfit request %r names no single outfit of the catalogue", text)
             return None
         return Wear(found)
 

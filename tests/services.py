@@ -190,26 +190,35 @@ class Xvfb(_Service):
 
 @dataclass
 class Redis(_Service):
-    """A throw-away redis-server on a free loopback port, nothing persisted."""
+    """A throw-away redis-server on a free loopback port, nothing persisted (`password`: AUTH on)."""
 
     port: int = 0
+    password: str = ""
     _proc: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"redis://{f':{self.password}@' if self.password else ''}127.0.0.1:{self.port}/0"
+
+    def cli(self, *args: str) -> list[str]:
+        """A redis-cli command line for this server (the password in its environment)."""
+        return [_need("redis-cli", "redis-tools"), "-p", str(self.port), *args]
+
+    @property
+    def cli_env(self) -> dict[str, str]:
+        return {**os.environ, "REDISCLI_AUTH": self.password} if self.password else dict(os.environ)
 
     def _start(self) -> None:
         exe = _need("redis-server", "redis-server")
         self.port = free_port()
+        auth = ["--requirepass", self.password] if self.password else []
         self._proc = subprocess.Popen(
             [exe, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--daemonize", "no"],
+             "--daemonize", "no", *auth],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
-        cli = _need("redis-cli", "redis-tools")
-        _wait_for(lambda: subprocess.run([cli, "-p", str(self.port), "ping"], capture_output=True,
-                                         text=True).stdout.strip() == "PONG", 15, "redis-server")
+        _wait_for(lambda: subprocess.run(self.cli("ping"), capture_output=True, text=True,
+                                         env=self.cli_env).stdout.strip() == "PONG", 15, "redis-server")
 
     def __exit__(self, *exc: object) -> None:
         if self._proc is not None:

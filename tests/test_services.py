@@ -80,7 +80,8 @@ def test_llama_server_streams_tokens_over_sse(llama_server):
     assert httpx.get(f"{llama_server.url}/health").json() == {"status": "ok"}
     pieces = []
     body = {"prompt": "The capital of France is", "n_predict": 12, "stream": True, "temperature": 0}
-    with httpx.stream("POST", f"{llama_server.url}/completion", json=body, timeout=30) as resp:
+    with httpx.stream("POST", f"{llama_server.url}/completion", json=body, timeout=30,
+                      headers=llama_server.headers) as resp:
         assert resp.headers["content-type"].startswith("text/event-stream")
         for line in resp.iter_lines():
             if line.startswith("data: "):

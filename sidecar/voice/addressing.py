@@ -145,7 +145,8 @@ class TurnTaker(Processor):
         if self.window.covers(utterance):  # follows a wake word (or whisper misspelt the one in it)
             await self._take(text, utterance)
         else:
-            log.info("not addressed: %r", text)
+            log.info("not addressed: ignoring %d chars of speech", len(text))
+            log.debug("not addressed: %r", text)
 
     async def _take(self, text: str, utterance: UtteranceFrame) -> None:
         self.window.spend()
@@ -161,6 +162,7 @@ class TurnTaker(Processor):
             await self.push(OutfitFrame(id=intent.outfit, source="user"))
         if intent is not None and not isinstance(intent, Tell):
             log.info("handled locally: %s", intent)
+            log.debug("handled locally: %r -> %s", text, intent)
             return
         self._turns += 1
         answer = intent.text if isinstance(intent, Tell) else None

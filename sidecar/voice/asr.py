@@ -126,6 +126,7 @@ class ASR(Processor):
         text = await (early.task if early is not None
                       else asyncio.to_thread(self.transcriber, frame.audio, None, self.prompt))
         took = (time.perf_counter() - began) * 1000
-        log.info("heard %r in %.0f ms (%.1f s of audio%s)", text, took, len(frame.audio) / RATE,
+        log.info("heard %d chars in %.0f ms (%.1f s of audio%s)", len(text), took, len(frame.audio) / RATE,
                  ", started at the pause" if early is not None else "")
+        log.debug("heard %r", text)
         await self.push(TranscriptFrame(text=text, asr_ms=took, utterance=frame))

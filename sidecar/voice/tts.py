@@ -85,7 +85,8 @@ class TTS(Processor):
         except Exception as exc:
             if self.fallback is None:
                 raise
-            log.warning("%s failed on %r (%s); using %s", engine.name, frame.text, exc, self.fallback.name)
+            log.warning("%s failed on a sentence of %d chars (%s); using %s", engine.name, len(frame.text), exc,
+                        self.fallback.name)
             engine = self.fallback
             audio, rate = await asyncio.to_thread(engine, frame.text)
         took = (time.perf_counter() - began) * 1000

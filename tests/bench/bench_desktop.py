@@ -165,7 +165,7 @@ def main() -> int:
         llama = services.llama_server(tmp)
         llama.start()
         stack.callback(llama.stop)
-        gateway = stack.enter_context(running_gateway(llama.url, tmp / "gateway"))
+        gateway = stack.enter_context(running_gateway(llama.url, tmp / "gateway", llama.env))
         xvfb = stack.enter_context(services.Xvfb())
         keyring = stack.enter_context(services.SecretService())
         sound = stack.enter_context(services.PulseAudio())

@@ -51,8 +51,8 @@ class Probe:
 class ProbedUpstream(Upstream):
     """The real upstream client, noting when each token was read (in the gateway's process)."""
 
-    def __init__(self, url: str, api: str, probe: Probe) -> None:
-        super().__init__(url, api)  # type: ignore[arg-type]
+    def __init__(self, url: str, api: str, probe: Probe, api_key: str) -> None:
+        super().__init__(url, api, api_key=api_key)  # type: ignore[arg-type]
         self.probe = probe
 
     async def stream(self, req: ChatRequest) -> AsyncIterator[TokenDelta | Finished]:
@@ -95,13 +95,13 @@ async def gateway_reply(client: LinkClient, seed: int, tokens: int, probe: Probe
     return relay, arrivals[0] - sent
 
 
-async def interleaved_runs(url: str, api: str, gw_url: str, runs: int, tokens: int,
+async def interleaved_runs(url: str, key: str, api: str, gw_url: str, runs: int, tokens: int,
                            probe: Probe) -> dict[str, list[float]]:
     """Direct, WebSocket and long-poll replies in turn, so load swings hit all three alike."""
     out: dict[str, list[float]] = {k: [] for k in ("direct_first", "ws_first", "lp_first", "ws_relay", "lp_relay")}
-    upstream = Upstream(url, api)  # type: ignore[arg-type]
-    async with (LinkClient(gw_url, CONFIG, transport="websocket") as ws,
-                LinkClient(gw_url, CONFIG, transport="longpoll") as lp):
+    upstream = Upstream(url, api, api_key=key)  # type: ignore[arg-type]
+    async with (LinkClient(gw_url, CONFIG, transport="websocket", anonymous=True) as ws,
+                LinkClient(gw_url, CONFIG, transport="longpoll", anonymous=True) as lp):
         await direct_reply(upstream, 0, tokens)  # warm-up: prompt cache, first-request costs
         await gateway_reply(ws, 0, tokens, probe)
         for i in range(runs):
@@ -124,7 +124,7 @@ async def cut_runs(gw: GatewayThread, runs: int, tokens: int) -> tuple[list, lis
         if s.connected:
             connected_at.append(time.monotonic())
 
-    client = LinkClient(proxy.url, CONFIG, on_status=on_status)
+    client = LinkClient(proxy.url, CONFIG, on_status=on_status, anonymous=True)
     await client.connect(10)
     try:
         for i in range(runs):
@@ -151,11 +151,11 @@ async def cut_runs(gw: GatewayThread, runs: int, tokens: int) -> tuple[list, lis
     return resumed, next_token
 
 
-async def bench(url: str, api: str, runs: int, tokens: int) -> dict[str, list[float]]:
+async def bench(url: str, key: str, api: str, runs: int, tokens: int) -> dict[str, list[float]]:
     probe = Probe()
     results: dict[str, list[float]] = {}
-    with GatewayThread([url], api, CONFIG, upstream_factory=lambda u: ProbedUpstream(u, api, probe)) as gw:
-        results.update(await interleaved_runs(url, api, gw.url, runs, tokens, probe))
+    with GatewayThread([url], api, CONFIG, upstream_factory=lambda u: ProbedUpstream(u, api, probe, key)) as gw:
+        results.update(await interleaved_runs(url, key, api, gw.url, runs, tokens, probe))
         results["resumed"], results["next_token"] = await cut_runs(gw, max(3, runs // 2), tokens)
     return results
 
@@ -201,19 +201,20 @@ def report(results: dict[str, list[float]], upstream: str, api: str, runs: int, 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--upstream", help="a running llama-server (default: start one)")
+    parser.add_argument("--upstream", help="a running llama-server (default: start one; its --api-key in "
+                        "STELLA_GATEWAY__UPSTREAM_KEY)")
     parser.add_argument("--api", choices=["chat", "completion"], default="chat")
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--tokens", type=int, default=24)
     args = parser.parse_args()
     server = None
-    url = args.upstream
+    url, key = args.upstream, os.environ.get("STELLA_GATEWAY__UPSTREAM_KEY", "")
     if url is None:
         server = services.llama_server(Path(tempfile.mkdtemp(prefix="bench-link-")))
         server.start()
-        url = server.url
+        url, key = server.url, server.api_key
     try:
-        results = asyncio.run(bench(url, args.api, args.runs, args.tokens))
+        results = asyncio.run(bench(url, key, args.api, args.runs, args.tokens))
     finally:
         if server is not None:
             server.stop()

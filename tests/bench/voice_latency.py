@@ -115,10 +115,10 @@ class ConversationMic(Source):
         await self.push(EndFrame())
 
 
-def start_gateway(upstream: str) -> tuple[str, subprocess.Popen]:
+def start_gateway(upstream: str, env: dict[str, str]) -> tuple[str, subprocess.Popen]:
     port = free_port()
     proc = subprocess.Popen([sys.executable, "-m", "remote_api.cli", "serve", "--port", str(port), "--upstream",
-                             upstream, "--log-level", "WARNING"], cwd=REPO)
+                             upstream, "--log-level", "WARNING"], cwd=REPO, env={**os.environ, **env})
     url = f"http://127.0.0.1:{port}"
     try:
         wait_healthy(url, proc, 30)
@@ -232,7 +232,7 @@ def main() -> None:
     else:
         llama = services.llama_server(workdir)
         llama.start()
-        url, gateway = start_gateway(llama.url)
+        url, gateway = start_gateway(llama.url, llama.env)
     try:
         voice = VoiceConfig(wake_engine="openwakeword", wake_model="hey_jarvis", asr_threads=args.asr_threads)
         config = replace(AppConfig(server_url=url), voice=voice)

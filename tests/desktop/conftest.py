@@ -32,7 +32,7 @@ FAST = {
 
 @pytest.fixture(scope="session")
 def gateway(llama_server: LlamaServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gateway]:
-    with running_gateway(llama_server.url, tmp_path_factory.mktemp("gateway"), FAST) as gw:
+    with running_gateway(llama_server.url, tmp_path_factory.mktemp("gateway"), FAST | llama_server.env) as gw:
         yield gw
 
 

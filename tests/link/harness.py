@@ -42,12 +42,14 @@ class GatewayThread:
         upstream_factory: Callable[[str], Upstream] | None = None,
         app_factory: AppFactory | None = None,
         tls: TlsSection | None = None,
+        upstream_key: str = "",
     ) -> None:
         self.config = config
         self._authenticate = authenticate
         self._app_factory = app_factory
         self._tls = tls
-        self._factory = upstream_factory or (lambda url: Upstream(url, api, stall_timeout=stall_timeout))
+        self._factory = upstream_factory or (lambda url: Upstream(url, api, stall_timeout=stall_timeout,
+                                                                  api_key=upstream_key))
         self.port = free_port()
         self._urls, self._health = upstream_urls, health_interval
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -62,7 +62,7 @@ def test_a_bad_envelope_gets_an_error_and_a_close_code_while_others_stream(gatew
     fake_upstream.delay = 0.01
 
     async def scenario():
-        async with LinkClient(gateway.url, FAST) as good:
+        async with LinkClient(gateway.url, FAST, anonymous=True) as good:
             streaming = asyncio.create_task(collect(good.chat(CHAT["messages"], max_tokens=30)))
             await asyncio.sleep(0.05)
             got, closed_with = await misbehave(gateway.url, [frame], hello=True)

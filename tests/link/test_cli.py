@@ -8,7 +8,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -17,6 +19,18 @@ from sidecar.models.catalogue import find, llms
 from tests.fakes.llama_server import token_text
 
 BIN = Path(sys.executable).parent
+
+
+@pytest.fixture(scope="module")
+def gateway(fake_llama, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNamespace]:
+    """`stella-server serve` on loopback before the fake llama-server: stella-chat finds its local
+    device's credentials by itself, as a user's does (it never talks to a gateway in clear)."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with running([str(BIN / "stella-server"), "serve", "--port", str(port), "--upstream", fake_llama.url,
+                  "--data-dir", str(tmp_path_factory.mktemp("gateway"))], url, timeout=60, grace=10,
+                 stderr=subprocess.DEVNULL):
+        yield SimpleNamespace(url=url)
 
 
 def chat(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:

@@ -28,7 +28,7 @@ def test_five_cuts_during_one_reply_lose_and_repeat_nothing(gateway, fake_upstre
     async def scenario():
         proxy = await TcpProxy(gateway.port).start()
         statuses: list[LinkStatus] = []
-        client = LinkClient(proxy.url, FAST, transport=transport, on_status=statuses.append)
+        client = LinkClient(proxy.url, FAST, transport=transport, on_status=statuses.append, anonymous=True)
         await client.connect(5)
         sid = client.link.sid
         cuts: list[int] = []
@@ -64,7 +64,7 @@ def test_a_black_holed_connection_is_detected_within_interval_plus_timeout(gatew
         proxy = await TcpProxy(gateway.port).start()
         offline_at: list[float] = []
         client = LinkClient(proxy.url, FAST, on_status=lambda s: offline_at.append(time.monotonic())
-                            if s.transport == "offline" else None)
+                            if s.transport == "offline" else None, anonymous=True)
         await client.connect(5)
         holed: list[float] = []
 
@@ -91,7 +91,7 @@ def test_a_blocked_upgrade_falls_back_to_long_poll_and_moves_back_without_loss(g
         proxy = await TcpProxy(gateway.port).start()
         setattr(proxy, blocking, True)
         statuses: list[LinkStatus] = []
-        client = LinkClient(proxy.url, FAST, on_status=statuses.append)
+        client = LinkClient(proxy.url, FAST, on_status=statuses.append, anonymous=True)
         await client.connect(5)
         assert client.status.transport == "longpoll"
         # a 403 is not worth retrying: long-poll at once; a handshake that fails, after two tries
@@ -124,7 +124,7 @@ def test_an_upstream_that_stalls_or_breaks_mid_reply_gives_a_clear_error_and_the
     fake_upstream.fault, fake_upstream.fault_after = fault, 5
 
     async def scenario():
-        async with LinkClient(gateway.url, FAST) as client:
+        async with LinkClient(gateway.url, FAST, anonymous=True) as client:
             sid = client.link.sid
             started = time.monotonic()
             broken = await collect(client.chat(HI, max_tokens=20))

@@ -27,7 +27,7 @@ def test_a_reply_streams_token_by_token_over_each_transport(gateway, fake_upstre
     fake_upstream.delay = 0.02
 
     async def scenario():
-        async with LinkClient(gateway.url, FAST, transport=transport) as client:
+        async with LinkClient(gateway.url, FAST, transport=transport, anonymous=True) as client:
             arrivals: list[float] = []
             reply = await collect(client.chat(HI, max_tokens=30), lambda t: arrivals.append(time.monotonic()))
             assert client.status.transport == transport
@@ -44,7 +44,7 @@ def test_a_reply_streams_token_by_token_over_each_transport(gateway, fake_upstre
 def test_the_completion_api_streams_the_same_way(fake_upstream):
     with GatewayThread([fake_upstream.url], "completion") as gw:
         async def scenario():
-            async with LinkClient(gw.url, FAST) as client:
+            async with LinkClient(gw.url, FAST, anonymous=True) as client:
                 return await collect(client.chat(HI, max_tokens=12))
 
         reply = asyncio.run(scenario())
@@ -55,7 +55,7 @@ def test_a_resent_request_id_never_starts_a_second_generation(gateway, fake_upst
     fake_upstream.delay = 0.02
 
     async def scenario():
-        async with LinkClient(gateway.url, FAST) as client:
+        async with LinkClient(gateway.url, FAST, anonymous=True) as client:
             turn = client.chat(HI, max_tokens=20, rid="same-rid")
             body = {"rid": "same-rid", "messages": HI, "max_tokens": 20}
             client.link.send(Type.CHAT, body)  # the app resends while the reply streams
@@ -73,7 +73,7 @@ def test_cancel_closes_the_upstream_stream_at_once(gateway, fake_upstream):
     fake_upstream.delay, fake_upstream.tokens = 0.03, 200
 
     async def scenario():
-        async with LinkClient(gateway.url, FAST) as client:
+        async with LinkClient(gateway.url, FAST, anonymous=True) as client:
             turn = client.chat(HI, max_tokens=200)
             reply = await collect(turn, lambda t: turn.cancel() if t.index == 3 else None)
             cancelled_at = time.monotonic()
@@ -93,7 +93,7 @@ def test_upstream_refusals_become_clear_error_envelopes(gateway, fake_upstream, 
     fake_upstream.fault = fault
 
     async def scenario():
-        async with LinkClient(gateway.url, FAST) as client:
+        async with LinkClient(gateway.url, FAST, anonymous=True) as client:
             return await collect(client.chat(HI))
 
     reply = asyncio.run(scenario())
@@ -105,7 +105,7 @@ def test_the_gateway_keeps_no_conversation_content_after_a_reply(gateway, fake_u
     secret = "my bank pin is 4321"
 
     async def scenario():
-        async with LinkClient(gateway.url, FAST) as client:
+        async with LinkClient(gateway.url, FAST, anonymous=True) as client:
             reply = await collect(client.chat([{"role": "user", "content": secret}], max_tokens=10))
             await asyncio.sleep(FAST.ack_delay + 0.2)  # let the acks empty the replay buffer
             sid = client.link.sid
@@ -124,7 +124,7 @@ def test_the_gateway_keeps_no_conversation_content_after_a_reply(gateway, fake_u
 
 def test_outfit_events_travel_both_ways_of_the_api(gateway, fake_upstream):
     async def scenario():
-        async with LinkClient(gateway.url, FAST) as client:
+        async with LinkClient(gateway.url, FAST, anonymous=True) as client:
             client.send_outfit("red-dress")
             await asyncio.sleep(0.3)
             return client.link.backlog
@@ -159,8 +159,8 @@ def test_two_sessions_stream_side_by_side(gateway, fake_upstream: FakeLlamaServe
     fake_upstream.delay = 0.01
 
     async def scenario():
-        async with (LinkClient(gateway.url, FAST) as a,
-                    LinkClient(gateway.url, FAST, transport="longpoll") as b):
+        async with (LinkClient(gateway.url, FAST, anonymous=True) as a,
+                    LinkClient(gateway.url, FAST, transport="longpoll", anonymous=True) as b):
             assert a.link.sid != b.link.sid
             return await asyncio.gather(collect(a.chat(HI, max_tokens=25)),
                                         collect(b.chat(HI, max_tokens=15)))

@@ -21,15 +21,15 @@ STORY = [{"role": "user", "content": "Write a long story about a dragon who lear
 
 @pytest.fixture(scope="module")
 def llama_gateway(llama_server):
-    with GatewayThread([llama_server.url], "chat") as gw:
+    with GatewayThread([llama_server.url], "chat", upstream_key=llama_server.api_key) as gw:
         yield gw
 
 
 @pytest.mark.parametrize("api", ["chat", "completion"])
 def test_a_reply_streams_token_by_token_from_llama_server(llama_server, api):
-    with GatewayThread([llama_server.url], api) as gw:
+    with GatewayThread([llama_server.url], api, upstream_key=llama_server.api_key) as gw:
         async def scenario():
-            async with LinkClient(gw.url, FAST) as client:
+            async with LinkClient(gw.url, FAST, anonymous=True) as client:
                 arrivals: list[float] = []
                 reply = await collect(client.chat(STORY, max_tokens=24, temperature=0, seed=7),
                                       lambda t: arrivals.append(time.monotonic()), timeout=120)
@@ -47,7 +47,7 @@ def test_a_reply_streams_token_by_token_from_llama_server(llama_server, api):
 
 def test_cancel_mid_reply_frees_the_llama_server_slot_within_a_second(llama_server, llama_gateway):
     async def scenario():
-        async with LinkClient(llama_gateway.url, FAST) as client, httpx.AsyncClient() as http:
+        async with LinkClient(llama_gateway.url, FAST, anonymous=True) as client, httpx.AsyncClient() as http:
             turn = client.chat(STORY, max_tokens=400, temperature=0.8)
             busy: list[bool] = []
             cancelled = 0.0
@@ -60,7 +60,7 @@ def test_cancel_mid_reply_frees_the_llama_server_slot_within_a_second(llama_serv
 
             reply = await collect(turn, on_token, timeout=120)
             while time.monotonic() - cancelled < 3:
-                slots = (await http.get(llama_server.url + "/slots")).json()
+                slots = (await http.get(llama_server.url + "/slots", headers=llama_server.headers)).json()
                 busy.append(any(s["is_processing"] for s in slots))
                 if not busy[-1]:
                     break
@@ -77,10 +77,10 @@ def test_five_cuts_during_a_real_reply_give_the_same_reply_as_no_cut(llama_gatew
     request = {"max_tokens": 40, "temperature": 0.0, "seed": 42}
 
     async def scenario():
-        async with LinkClient(llama_gateway.url, FAST) as client:
+        async with LinkClient(llama_gateway.url, FAST, anonymous=True) as client:
             reference = await collect(client.chat(STORY, **request), timeout=120)
         proxy = await TcpProxy(llama_gateway.port).start()
-        client = LinkClient(proxy.url, FAST)
+        client = LinkClient(proxy.url, FAST, anonymous=True)
         await client.connect(5)
         cuts: list[int] = []
         due = 0

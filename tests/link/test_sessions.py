@@ -43,7 +43,7 @@ def test_an_abandoned_session_expires_and_a_late_resume_is_told_its_reply_is_los
     fake_upstream.delay, fake_upstream.tokens = 0.02, 200
     with GatewayThread([fake_upstream.url], config=config) as gw:
         async def scenario():
-            client = LinkClient(gw.url, config)
+            client = LinkClient(gw.url, config, anonymous=True)
             await client.connect(5)
             old_sid = client.link.sid
             turn = client.chat(CHAT["messages"], max_tokens=200)

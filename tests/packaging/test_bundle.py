@@ -91,7 +91,7 @@ def gateway(built: Path, llama_server: LlamaServer, user_env: dict[str, str], ho
     url = f"http://127.0.0.1:{port}"
     with running([str(built), "server", "serve", "--host", "127.0.0.1", "--port", str(port),
                   "--upstream", llama_server.url, "--log-level", "WARNING"], url, timeout=60, grace=15,
-                 env=user_env, cwd=home, stdin=subprocess.DEVNULL):
+                 env=user_env | llama_server.env, cwd=home, stdin=subprocess.DEVNULL):
         yield url
 
 

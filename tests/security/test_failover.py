@@ -24,6 +24,7 @@ import redis.asyncio as redis
 from remote_api.client import Done, Error, LinkClient
 from remote_api.credentials import Credentials, CredentialsRejected, TokenSource, pair
 from remote_api.processes import free_port, running
+from remote_api.state_key import new_key_line
 from tests.link.harness import FAST, collect
 from tests.link.proxy import TcpProxy
 
@@ -34,6 +35,8 @@ BIN = Path(sys.executable).parent
 LINK = "\n".join(f"{name} = {getattr(FAST, name)!r}" for name in (
     "heartbeat_interval", "heartbeat_timeout", "retransmit_timeout", "handshake_timeout", "reconnect_min",
     "reconnect_max", "connect_timeout", "longpoll_hold", "upgrade_probe_interval", "session_ttl"))
+# One state key for the whole run: the session's Redis keeps the signing key it sealed.
+STATE_KEY = new_key_line("tests")
 
 
 @dataclass
@@ -41,32 +44,49 @@ class Replicas:
     urls: list[str]
     procs: list[subprocess.Popen]
     redis: str
+    env: dict[str, str]  # what every replica and `stella-server device` get: the state key
+    logs: list[Path]
+
+    def device(self, *args: str) -> subprocess.CompletedProcess:
+        """`stella-server device ARGS` on the replicas' shared state, as their operator runs it."""
+        return subprocess.run([str(BIN / "stella-server"), "device", *args, "--redis", self.redis],
+                              capture_output=True, text=True, timeout=30, env=self.env)
 
     def serving(self, url: str) -> subprocess.Popen:
         return self.procs[self.urls.index(url)]
 
     async def pair(self, fingerprint: str = "fp-phone") -> Credentials:
-        name = "phone-" + secrets.token_hex(3)
-        added = subprocess.run([str(BIN / "stella-server"), "device", "add", name, "--redis", self.redis],
-                               capture_output=True, text=True, timeout=30)
+        added = self.device("add", "phone-" + secrets.token_hex(3))
         code = re.search(r"[0-9A-Z]{5}-[0-9A-Z]{5}", added.stdout).group(0)
         return await pair(self.urls[1], code, fingerprint)
 
 
 @pytest.fixture
 def replicas(redis_server, fake_upstream, tmp_path) -> Iterator[Replicas]:
+    with start_replicas(redis_server.url, fake_upstream.url, tmp_path) as started:
+        yield started
+
+
+@contextlib.contextmanager
+def start_replicas(redis_url: str, upstream_url: str, tmp_path: Path, log_level: str = "INFO",
+                   auth: str = "") -> Iterator[Replicas]:
+    """Two `stella-server serve --redis` replicas sharing one state key; logs in tmp_path; `auth`:
+    more lines for their [auth] settings."""
     config = tmp_path / "replica.toml"
-    config.write_text(f"[link]\n{LINK}\n[auth]\nrecheck_interval = 0.3\n")
+    config.write_text(f"[link]\n{LINK}\n[auth]\nrecheck_interval = 0.3\n{auth}\n")
     ports = [free_port(), free_port()]
     urls = [f"http://127.0.0.1:{port}" for port in ports]
+    env = {**os.environ, "STELLA_STATE__KEY": STATE_KEY}
+    logs = [tmp_path / f"replica-{port}.log" for port in ports]
     with contextlib.ExitStack() as stack:
         procs = []
-        for port, url in zip(ports, urls, strict=True):
-            log = stack.enter_context(open(tmp_path / f"replica-{port}.log", "w"))
+        for port, url, path in zip(ports, urls, logs, strict=True):
+            log = stack.enter_context(open(path, "w"))
             procs.append(stack.enter_context(running(
-                [str(BIN / "stella-server"), "serve", "--port", str(port), "--upstream", fake_upstream.url,
-                 "--redis", redis_server.url, "--config", str(config)], url, timeout=60, grace=10, stderr=log)))
-        yield Replicas(urls, procs, redis_server.url)
+                [str(BIN / "stella-server"), "serve", "--port", str(port), "--upstream", upstream_url,
+                 "--redis", redis_url, "--config", str(config), "--log-level", log_level], url, timeout=60,
+                grace=10, stderr=log, env=env)))
+        yield Replicas(urls, procs, redis_url, env, logs)
 
 
 @pytest.mark.parametrize("sampling", [{"temperature": 0, "seed": 7}, {"temperature": 0.8}])
@@ -171,8 +191,7 @@ def test_devices_and_revocations_are_shared_by_all_replicas(replicas):
         tokens = TokenSource(creds, "fp-phone")
         before = [httpx.get(url + "/link/poll", params={"sid": "none", "ack": 0},
                             headers=await tokens.headers(url)).status_code for url in replicas.urls]
-        revoked = subprocess.run([str(BIN / "stella-server"), "device", "revoke", creds.device_id, "--redis",
-                                  replicas.redis], capture_output=True, text=True, timeout=30)
+        revoked = replicas.device("revoke", creds.device_id)
         after = [httpx.get(url + "/link/poll", params={"sid": "none", "ack": 0},
                            headers=await tokens.headers(url)).status_code for url in replicas.urls]
         with pytest.raises(CredentialsRejected) as refused:

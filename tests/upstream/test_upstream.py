@@ -42,8 +42,9 @@ def faults(fake_llama: FakeLlamaServer) -> FakeLlamaServer:
 
 
 @contextlib.asynccontextmanager
-async def upstream(url: str, api: str = "chat", stall_timeout: float = 30.0) -> AsyncIterator[Upstream]:
-    up = Upstream(url, api, stall_timeout=stall_timeout)  # type: ignore[arg-type]
+async def upstream(url: str, api: str = "chat", stall_timeout: float = 30.0,
+                   api_key: str = "") -> AsyncIterator[Upstream]:
+    up = Upstream(url, api, stall_timeout=stall_timeout, api_key=api_key)  # type: ignore[arg-type]
     try:
         yield up
     finally:
@@ -382,7 +383,7 @@ COUNT = ChatRequest(
 @pytest.mark.parametrize("api", APIS)
 def test_real_server_streams_token_by_token(llama_server, api):
     async def scenario():
-        async with upstream(llama_server.url, api) as up:
+        async with upstream(llama_server.url, api, api_key=llama_server.api_key) as up:
             started = time.monotonic()
             items, first = [], None
             async for item in up.stream(ChatRequest(messages=HELLO.messages, max_tokens=24, seed=3)):
@@ -410,13 +411,14 @@ def test_real_server_frees_the_slot_when_the_stream_is_closed(llama_server, api)
     """
 
     async def scenario() -> tuple[int, int, bool]:
-        async with upstream(llama_server.url, api) as up, httpx.AsyncClient() as probe:
+        async with upstream(llama_server.url, api, api_key=llama_server.api_key) as up, httpx.AsyncClient() as probe:
 
             async def processing() -> int:
-                return sum(s["is_processing"] for s in (await probe.get(llama_server.url + "/slots")).json())
+                slots = await probe.get(llama_server.url + "/slots", headers=llama_server.headers)
+                return sum(s["is_processing"] for s in slots.json())
 
             async def predicted() -> int:
-                metrics = (await probe.get(llama_server.url + "/metrics")).text
+                metrics = (await probe.get(llama_server.url + "/metrics", headers=llama_server.headers)).text
                 return int(float(re.search(r"^llamacpp:tokens_predicted_total (\S+)$", metrics, re.M)[1]))
 
             before = await predicted()
@@ -445,7 +447,7 @@ def test_real_server_frees_the_slot_when_the_stream_is_closed(llama_server, api)
 @pytest.mark.parametrize("api", APIS)
 def test_real_server_context_exceeded(llama_server, api):
     long = ChatRequest(messages=[{"role": "user", "content": "hello " * 3000}])
-    err, got = asyncio.run(failure(llama_server.url, api, long))
+    err, got = asyncio.run(failure(llama_server.url, api, long, api_key=llama_server.api_key))
     assert err.code == "context_exceeded" and err.status == 400 and not got
     print(err.message)
 
@@ -453,7 +455,7 @@ def test_real_server_context_exceeded(llama_server, api):
 @pytest.mark.llama
 def test_real_server_health_and_pool(llama_server):
     async def scenario():
-        real = Upstream(llama_server.url)
+        real = Upstream(llama_server.url, api_key=llama_server.api_key)
         health = await real.health()
         pool = UpstreamPool([Upstream(dead_url()), real])
         dead_pool = UpstreamPool([Upstream(dead_url()), Upstream(dead_url())])

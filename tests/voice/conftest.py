@@ -3,6 +3,7 @@ engines (whisper, silero, openWakeWord, piper) shared by in-process runs, test s
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -33,7 +34,7 @@ def gateway(llama_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     with (tmp_path_factory.mktemp("gateway") / "gateway.log").open("wb") as log, running(
             [sys.executable, "-m", "remote_api.cli", "serve", "--host", "127.0.0.1", "--port", str(port),
              "--upstream", llama_server.url, "--log-level", "WARNING"], url, timeout=30, grace=10,
-            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT) as proc:
+            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **llama_server.env}) as proc:
         yield Gateway(url, proc)
 
 

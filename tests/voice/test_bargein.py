@@ -49,8 +49,9 @@ class RecordingConversation(Conversation):
 class SlotWatch:
     """Polls llama-server's /slots every 20 ms in a thread: (monotonic time, any slot busy)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
         self.url = url
+        self.headers = headers
         self.samples: list[tuple[float, bool]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
@@ -67,7 +68,7 @@ class SlotWatch:
         with httpx.Client(timeout=2) as http:
             while not self._stop.is_set():
                 asked = time.monotonic()
-                slots = http.get(self.url + "/slots").json()
+                slots = http.get(self.url + "/slots", headers=self.headers).json()
                 # the answer describes the slots at some moment between question and answer
                 self.samples.append(((asked + time.monotonic()) / 2, any(s["is_processing"] for s in slots)))
                 time.sleep(0.02)
@@ -113,7 +114,7 @@ def session(gateway, llama_server, engines, piper, tmp_path_factory) -> Session:
         elif isinstance(frame, EndFrame) and not mic:
             mic.append(source.audio)
 
-    with SlotWatch(llama_server.url) as slots:
+    with SlotWatch(llama_server.url, llama_server.headers) as slots:
         asyncio.run(asyncio.wait_for(run(config, options, engines=engines, conversation=conversation,
                                          observers=[observe]), 180))
     assert "barge_in" in marks, "the user's speech over the reply did not interrupt it"
