@@ -131,7 +131,7 @@ def run_model(name: str, questions: list[Question], log_dir: Path) -> Run:
     scored: list[Scored] = []
     first_ms: list[float] = []
     speed: list[float] = []
-    with server, httpx.Client(base_url=server.url, timeout=120) as http:
+    with server, httpx.Client(base_url=server.url, headers=server.headers, timeout=120) as http:
         conversation, convo = "", Conversation(PersonaConfig(), chat, outfits=outfits)
         for q in questions:
             if q.conversation != conversation:  # each conversation of the rubric starts fresh
