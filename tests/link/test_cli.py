@@ -170,7 +170,9 @@ def test_stella_server_runs_the_llm_its_settings_name_with_that_models_template(
                 "--no-jinja", "--chat-template", spec.chat_template]
         else:
             assert "--jinja" in argv and "--chat-template" not in argv
-        said = chat("--server", url, "--max-tokens", "8", "--temperature", "0", "What is your name?")
+        # A cold model's first prompt on a loaded 2-core machine took 15 s: the time limit only
+        # guards against a hang.
+        said = chat("--server", url, "--max-tokens", "8", "--temperature", "0", "What is your name?", timeout=180)
         assert said.returncode == 0 and said.stdout.strip(), said.stderr
 
 
