@@ -27,10 +27,10 @@ import platformdirs
 
 from desktop.shell import WindowOptions, run_window
 from desktop.terminal import TerminalOptions, chat
-from remote_api.config import ConfigError, load_config
+from remote_api.config import ConfigError
 from remote_api.logs import setup_logging
 from remote_api.processes import NotHealthy, die_with_parent, free_port, running, wait_healthy
-from sidecar.config import AppConfig
+from sidecar.config import load_app_config, server_environment
 from sidecar.intents import load_catalogue
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,7 @@ def embedded_gateway(config: Path | None = None, timeout: float = 120.0, wait: b
         cmd += ["--config", str(config)]
     url = f"http://127.0.0.1:{port}"
     with running(cmd, url, timeout=None, grace=15, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
-                 preexec_fn=die_with_parent) as proc:
+                 env=server_environment(os.environ), preexec_fn=die_with_parent) as proc:
         if wait:
             _wait_healthy(proc, url, timeout)
         yield url
@@ -121,6 +121,6 @@ def _log_file(level: str) -> Iterator[IO[str]]:
 def _terminal_options(window: WindowOptions) -> TerminalOptions:
     """The engine's arguments, and the persona's name and outfits for what the terminal prints
     (read first, so a bad settings file is said before anything starts)."""
-    config = load_config(AppConfig, window.config)
+    config = load_app_config(window.config)
     outfits = {o.id: o.name for o in load_catalogue(config.atlas_dir)}
     return TerminalOptions(window.server or "", tuple(window.engine_args()), config.persona.name, outfits)

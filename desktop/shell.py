@@ -33,10 +33,10 @@ from desktop import gpu
 from desktop.assets import AssetServer
 from desktop.geometry import MIN_SIZE, GeometryKeeper
 from desktop.supervisor import EngineStatus, Supervisor, engine_command
-from remote_api.config import ConfigError, load_config
+from remote_api.config import ConfigError
 from remote_api.processes import free_port
 from sidecar.channel import Launch
-from sidecar.config import AppConfig
+from sidecar.config import load_app_config
 from sidecar.store import Store, StoreConfig, StoreError
 from sidecar.store.keys import KeyringKey
 
@@ -89,7 +89,7 @@ def _open_store(path: Path) -> Store | None:
 
 def _atlas_setting(config: Path | None) -> str:
     try:
-        return load_config(AppConfig, config).atlas_dir
+        return load_app_config(config).atlas_dir
     except (ConfigError, ValueError):
         return ""  # the engine reads the same file and reports what is wrong with it
 

@@ -13,7 +13,7 @@ import os
 import tomllib
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -29,9 +29,13 @@ class ConfigError(ValueError):
 
 
 def load_config(
-    cls: type[T], path: Path | None = None, env: Mapping[str, str] | None = None, prefix: str = "STELLA"
+    cls: type[T], path: Path | None = None, env: Mapping[str, str] | None = None, prefix: str = "STELLA",
+    others: Collection[str] = (),
 ) -> T:
-    """Build `cls` from defaults, then the TOML file at `path` (if any), then env overrides."""
+    """Build `cls` from defaults, then the TOML file at `path` (if any), then env overrides.
+
+    `others` names sections that belong to another program reading the same environment (the
+    app and its embedded gateway share `STELLA_`): their variables are left to it, not errors."""
     data: dict[str, Any] = {}
     where = "defaults"
     if path is not None:
@@ -48,6 +52,8 @@ def load_config(
         if not key.startswith(prefix_) or "__" not in key:
             continue
         parts = [p.lower() for p in key[len(prefix_):].split("__")]
+        if parts[0] in others:
+            continue
         node = data
         for part in parts[:-1]:
             node = node.setdefault(part, {})
@@ -61,6 +67,12 @@ class _EnvValue:
 
     raw: str
     name: str
+
+
+def sections(cls: type) -> frozenset[str]:
+    """The names of `cls`'s sections (its dataclass fields), as its environment variables spell them."""
+    return frozenset(f.name for f in dataclasses.fields(cls)
+                     if f.default_factory is not dataclasses.MISSING and dataclasses.is_dataclass(f.default_factory()))
 
 
 def _build(cls: type[T], data: Mapping[str, Any], where: str, trail: tuple[str, ...]) -> T:

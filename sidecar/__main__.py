@@ -15,9 +15,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from remote_api.client import LinkError
-from remote_api.config import ConfigError, load_config
+from remote_api.config import ConfigError
 from remote_api.logs import setup_logging
-from sidecar.config import WAKE_MODELS, AppConfig
+from sidecar.config import WAKE_MODELS, load_app_config
 from sidecar.headless import Options, run, with_wake
 from sidecar.models.errors import ModelError
 from sidecar.pipeline import VoiceError
@@ -71,7 +71,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
-        config = load_config(AppConfig, args.config)
+        config = load_app_config(args.config)
         if args.server:
             config = replace(config, server_url=args.server)
         if args.wake:

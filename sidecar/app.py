@@ -18,10 +18,10 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from remote_api.config import ConfigError, load_config
+from remote_api.config import ConfigError
 from remote_api.logs import setup_logging
 from sidecar.channel import ChannelError, Launch
-from sidecar.config import AppConfig
+from sidecar.config import load_app_config
 from sidecar.engine.app import App, Options
 from sidecar.store import StoreConfig
 
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     options = parse(argv)
     try:
         launch = Launch.from_env()
-        config = load_config(AppConfig, options.config)
+        config = load_app_config(options.config)
         if options.server:
             config = replace(config, server_url=options.server)
     except (ChannelError, ConfigError, ValueError) as exc:

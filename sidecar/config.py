@@ -5,17 +5,21 @@
     wake_engine = "openwakeword"
     wake_model = "hey_jarvis"
 
-Loaded with the loader the gateway uses — `load_config(AppConfig, path)` from
-`remote_api.config` — so unknown or mistyped settings are errors naming the setting and the
-file. Passed down, never global.
+Loaded with the loader the gateway uses (`load_app_config(path)`, over `remote_api.config`), so
+unknown or mistyped settings are errors naming the setting and the file. Passed down, never
+global. The app and its embedded gateway read one environment: each leaves the other's sections
+(`STELLA_CHAT__…` / `STELLA_STATE__…`) alone, and the gateway is started without the app's.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Literal
 
+from remote_api.config import ServerConfig, load_config, sections
 from remote_api.link_config import LinkConfig
 
 # The openWakeWord models `stella models install wakeword` provides.
@@ -133,3 +137,15 @@ class AppConfig:
     persona: PersonaConfig = field(default_factory=PersonaConfig)
     chat: ChatConfig = field(default_factory=ChatConfig)
     log_level: str = "INFO"
+
+
+def load_app_config(path: os.PathLike[str] | str | None = None, env: Mapping[str, str] | None = None) -> AppConfig:
+    """The app's settings from `path` and the environment, the gateway's sections left to it."""
+    return load_config(AppConfig, None if path is None else Path(path), env,
+                       others=sections(ServerConfig) - sections(AppConfig))
+
+
+def server_environment(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` without the app's own `STELLA_SECTION__…` variables, for the embedded gateway."""
+    mine = {f"STELLA_{name.upper()}__" for name in sections(AppConfig) - sections(ServerConfig)}
+    return {key: value for key, value in env.items() if not any(key.startswith(m) for m in mine)}

@@ -51,3 +51,22 @@ def test_bad_config_is_a_clear_error(tmp_path, text, env, message):
 def test_missing_file_says_so(tmp_path):
     with pytest.raises(ConfigError, match="does not exist"):
         load_config(ServerConfig, tmp_path / "nope.toml", env={})
+
+
+def test_the_app_and_its_embedded_gateway_share_one_environment_without_tripping_on_each_other():
+    """`stella run` starts the engine and the gateway from one environment: each takes its own
+    sections and leaves the other's alone; a section neither knows is still an error."""
+    from sidecar.config import load_app_config, server_environment
+
+    env = {"STELLA_CHAT__TEMPERATURE": "0.2", "STELLA_STATE__KEY": "k", "STELLA_GATEWAY__PORT": "9000",
+           "STELLA_LINK__HEARTBEAT_INTERVAL": "3.5", "PATH": "/usr/bin"}
+    app = load_app_config(None, env)
+    assert app.chat.temperature == 0.2 and app.link.heartbeat_interval == 3.5
+    gateway_env = server_environment(env)
+    assert "STELLA_CHAT__TEMPERATURE" not in gateway_env and gateway_env["PATH"] == "/usr/bin"
+    server = load_config(ServerConfig, None, env=gateway_env)
+    assert server.gateway.port == 9000 and server.link.heartbeat_interval == 3.5
+    with pytest.raises(ConfigError, match="unknown setting 'chatt'"):
+        load_app_config(None, {"STELLA_CHATT__TEMPERATURE": "0.2"})
+    with pytest.raises(ConfigError, match="unknown setting 'chat'"):
+        load_config(ServerConfig, None, env={"STELLA_CHAT__TEMPERATURE": "0.2"})  # the gateway alone: a typo
