@@ -12,10 +12,11 @@ Two parts:
   (starting from `echo_coupling_db`). A
   window is the user only if the VAD hears speech *and* it is `echo_margin_db` above the
   echo that coupling allows, for `barge_in_windows` windows in a row; otherwise the VAD's
-  probability is replaced by 0, so echo never starts an utterance. The first windows of a
-  real onset stay in the pre-roll, so no syllable is lost. The limit: a user quieter at the
-  microphone than Stella's echo plus the margin is not heard while she speaks (measured in
-  tests/bench/bargein_echo.py).
+  probability is replaced by 0, so echo never starts an utterance. The windows of the onset
+  it held back stay in the pre-roll, and only they: what came before them was not the
+  user's. The guard listens to the echo-cancelled microphone (`sidecar/voice/aec.py`), so
+  the coupling it learns is what the canceller leaves of her voice, and a user quieter at the
+  microphone than the echo itself is still heard (measured in tests/bench/bargein_echo.py).
 * `BargeIn` (after the endpointer) knows when Stella is speaking (`BotSpeakingFrame`,
   upstream). Speech starting then interrupts her: an `InterruptionFrame(reason="barge_in")`
   goes downstream (playback stops, the reply is cancelled upstream), and the utterance is
@@ -58,7 +59,7 @@ class EchoGuard:
         self.hop_s = hop_s
         self._energy: dict[int, float] = {}  # hop index on the timeline -> mean square played then
         self._ratios: collections.deque[float] = collections.deque(maxlen=history)
-        self._run = 0  # consecutive windows that were the user's voice
+        self._run = 0  # consecutive windows that were the user's voice (the last one included)
         self.active = False  # the last window could have had Stella's echo in it
 
     def reference(self, frame: PlaybackLevelsFrame) -> None:
@@ -68,6 +69,11 @@ class EchoGuard:
                 del self._energy[k]
         for k, rms in enumerate(frame.rms):
             self._energy[first + k] = float(rms) ** 2
+
+    @property
+    def user_run(self) -> int:
+        """How many windows in a row, up to the last, the guard took for the user's voice."""
+        return self._run
 
     @property
     def coupling_db(self) -> float:

@@ -1,0 +1,166 @@
+"""The echo canceller's parts on synthetic signals: the reference timeline, the delay tracker,
+libspeexdsp's filter behind the tracked delay, and the simulated room it is tested against."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from sidecar.voice.aec import DelayTracker, EchoCanceller, PlayedLog, Reference
+from sidecar.voice.audio import RATE, to_float, to_int16
+from sidecar.voice.echo import EchoPath, room_impulse
+from sidecar.voice.ring import Ring
+
+BLOCK = 320
+
+
+def talk(seconds: float, seed: int, level: float = 0.1) -> np.ndarray:
+    """Speech-like: coloured noise in 100 ms syllables with gaps (never a steady tone)."""
+    rng = np.random.default_rng(seed)
+    n = int(seconds * RATE)
+    x = np.convolve(rng.standard_normal(n), np.ones(4) / 4, "same")
+    voiced = np.repeat(rng.uniform(0, 1, n // 1600 + 1) > 0.3, 1600)[:n]
+    return (x * voiced * level).astype(np.float32)
+
+
+def db(x: np.ndarray) -> float:
+    return float(10 * np.log10(np.mean(np.square(x, dtype=np.float64)) + 1e-12))
+
+
+def through(room: np.ndarray, x: np.ndarray) -> np.ndarray:
+    return np.convolve(x, room)[:len(x)].astype(np.float32)
+
+
+def track(mic: np.ndarray, ref: np.ndarray, tracker: DelayTracker | None = None) -> DelayTracker:
+    tracker = tracker or DelayTracker()
+    for k in range(0, len(mic) - BLOCK + 1, BLOCK):
+        tracker.feed(mic[k:k + BLOCK], ref[k:k + BLOCK])
+    return tracker
+
+
+def test_the_reference_is_read_by_timeline_sample_with_silence_where_nothing_played():
+    ref = Reference(seconds=1.0)
+    ref.add(0.5, np.full(800, 0.25, np.float32), RATE)  # 50 ms from t = 0.5 s
+    got = ref.read(8000 - 100, 1000)
+    assert np.all(got[:100] == 0) and np.all(got[100:900] == 0.25) and np.all(got[900:] == 0)
+    ref.add(1.2, np.full(160, 0.5, np.float32), RATE)  # a later block: the gap in between is silence
+    assert np.all(ref.read(8800, 10400 - 8800) == 0)
+    assert np.all(ref.read(19200, 160) == 0.5)
+    ref.add(1.6, np.full(160, 0.5, np.float32), RATE)
+    assert np.all(ref.read(8000, 800) == 0), "older than the second it keeps: forgotten"
+    assert np.all(ref.read(19200, 160) == 0.5)
+
+
+def test_the_reference_resamples_the_output_rate_onto_the_timeline():
+    ref = Reference()
+    tone = np.sin(2 * np.pi * 440 * np.arange(48000) / 48000).astype(np.float32) * 0.5
+    for k in range(0, 48000, 960):  # 20 ms device blocks at 48 kHz, from t = 1 s
+        ref.add(1.0 + k / 48000, tone[k:k + 960], 48000)
+    got = ref.read(RATE + 4000, 8000)
+    want = np.sin(2 * np.pi * 440 * (np.arange(4000, 12000) / RATE)).astype(np.float32) * 0.5
+    assert np.corrcoef(got, want)[0, 1] > 0.95
+
+
+def test_played_blocks_are_copied_as_the_output_pulls_them():
+    log = PlayedLog()
+    block = np.ones(160, np.float32)
+    log.played(2.0, block, 8000)
+    block[:] = 0  # the output reuses its buffer
+    [(t, got, rate)] = log.drain()
+    assert (t, rate, float(got.sum())) == (2.0, 8000, 160.0)
+    assert log.drain() == []
+
+
+@pytest.mark.parametrize("delay_ms, rt60_ms", [(30, 0), (60, 300), (180, 250)])
+def test_the_delay_is_found_in_a_reverberant_room(delay_ms, rt60_ms):
+    ref = talk(4.0, seed=1)
+    tracker = track(through(room_impulse(delay_ms, -6, rt60_ms), ref), ref)
+    assert tracker.delay_s == pytest.approx(delay_ms / 1000, abs=0.001)
+
+
+def test_the_delay_follows_a_new_path_and_ignores_silence_and_other_voices():
+    ref = talk(8.0, seed=2)
+    tracker = track(through(room_impulse(60, -6, 200), ref[:4 * RATE]), ref[:4 * RATE])
+    assert tracker.delay_s == pytest.approx(0.060, abs=0.001)
+    silent = np.zeros(2 * RATE, np.float32)
+    track(talk(2.0, seed=3), silent, tracker)  # nothing playing: the user alone
+    track(silent, silent, tracker)
+    assert tracker.delay_s == pytest.approx(0.060, abs=0.001), "no measurement without her voice"
+    track(talk(2.0, seed=4), ref[4 * RATE:6 * RATE], tracker)  # another voice, not an echo of hers
+    assert tracker.delay_s == pytest.approx(0.060, abs=0.001)
+    track(through(room_impulse(120, -6, 200), ref[6 * RATE:]), ref[6 * RATE:], tracker)
+    assert tracker.delay_s == pytest.approx(0.120, abs=0.001), "the device was changed: a new delay"
+
+
+def cancel(mic: np.ndarray, ref: np.ndarray, **kwargs) -> tuple[np.ndarray, EchoCanceller]:
+    canceller = EchoCanceller(filter_ms=200, max_delay_ms=500, frame=BLOCK, **kwargs)
+    pcm, out = to_int16(mic), []
+    for k in range(0, len(pcm) - BLOCK + 1, BLOCK):
+        canceller.reference.add(k / RATE, ref[k:k + BLOCK], RATE)  # played before the microphone hears it
+        out.append(canceller.process(k, pcm[k:k + BLOCK]))
+    return to_float(np.concatenate(out)), canceller
+
+
+@pytest.mark.parametrize("gain_db", [-12, -6, 0])
+def test_the_echo_is_removed_and_the_user_talking_over_it_is_kept(gain_db):
+    ref = talk(7.0, seed=5)
+    echo = through(room_impulse(80, gain_db, 250), ref)
+    user = talk(1.5, seed=6, level=0.1)  # as loud as what plays: louder than the echo, or as loud at 0 dB
+    at = 5 * RATE
+    said = np.zeros_like(ref)
+    said[at:at + len(user)] = user
+    out, canceller = cancel(echo + said, ref)
+    assert canceller.shift == round(0.080 * RATE) - canceller.margin, "aligned on the tracked delay"
+    echo_only = slice(3 * RATE, at)  # once the filter has converged
+    removed = db(echo[echo_only]) - db(out[echo_only])
+    over = slice(at, at + len(user))
+    before = db(user) - db(echo[over])
+    after = db(user) - db(out[over] - said[over])
+    print(f"echo {gain_db} dB: removed {removed:.1f} dB; user over what is left {before:.1f} -> {after:.1f} dB")
+    assert removed >= 15
+    assert after >= 8, "the user stands out of what is left of the echo (and of the filter's own damage)"
+    assert np.corrcoef(out[over], user)[0, 1] >= 0.9, "the user's voice is not cancelled with the echo"
+
+
+def test_an_echo_later_than_the_filter_is_long_is_cancelled_behind_the_tracked_delay():
+    """The filter models 200 ms; the tracker shifts the reference so a 350 ms path fits in it."""
+    ref = talk(5.0, seed=7)
+    echo = through(room_impulse(350, -6, 150), ref)
+    out, canceller = cancel(echo, ref)
+    assert canceller.shift == round(0.350 * RATE) - canceller.margin
+    tail = slice(3 * RATE, 5 * RATE - BLOCK)
+    assert db(echo[tail]) - db(out[tail]) >= 15
+
+
+def test_the_room_impulse_has_the_coupling_as_its_energy_and_decays_by_its_rt60():
+    h = room_impulse(50, -6, 300)
+    assert 10 * np.log10(np.sum(h.astype(np.float64) ** 2)) == pytest.approx(-6, abs=0.01)
+    assert np.flatnonzero(h)[0] == 800, "the direct sound, 50 ms late"
+    early, late = h[850:850 + 800], h[800 + 4000:800 + 4800]  # 3-53 ms and 250-300 ms after it
+    assert db(early) - db(late) == pytest.approx(60 * (0.275 - 0.028) / 0.3, abs=4)
+    assert np.array_equal(h, room_impulse(50, -6, 300)), "the same room every run"
+
+
+class _Output:
+    """What EchoPath needs of a FileOutput: a rate, a tap, catch_up."""
+
+    def __init__(self) -> None:
+        self.rate = RATE
+        self.tap: Ring | None = None
+        self.pending: list[np.ndarray] = []
+
+    def catch_up(self, now: float) -> None:
+        while self.pending:
+            self.tap.write(self.pending.pop(0))
+
+
+def test_the_echo_path_plays_through_the_room_block_by_block():
+    played = talk(1.0, seed=8)
+    path, output = EchoPath(40, -6, 200), _Output()
+    path.connect(output)
+    heard = []
+    for k in range(0, len(played), BLOCK):
+        output.pending.append(played[k:k + BLOCK])
+        heard.append(to_float(path.mix(np.zeros(BLOCK, np.int16), (k + BLOCK) / RATE)))
+    want = through(path.impulse, played)
+    assert np.max(np.abs(np.concatenate(heard) - want)) < 2e-4
