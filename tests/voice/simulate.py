@@ -56,7 +56,8 @@ TUNING = [Clip("piper", "What time is it?"), Clip("en-us", "Hold on, I have a qu
 HELD_OUT = [Clip("piper", "Where do penguins live?"), Clip("en-us", "Stop, what is the weather like tomorrow?"),
             Clip("piper", "Actually, tell me a joke instead."), Clip("en-gb-scotland", "Who wrote that book?"),
             Clip("en-us+f4", "Please play some quiet music."), Clip("piper", "How old is the universe?"),
-            Clip("en-gb", "Never mind, set a timer for ten minutes."), Clip("en-us+m3", "What is your favourite colour?"),
+            Clip("en-gb", "Never mind, set a timer for ten minutes."),
+            Clip("en-us+m3", "What is your favourite colour?"),
             Clip("piper", "Can dogs see colours?"), Clip("en-us+f3", "Hang on, how tall is Mount Everest?")]
 
 

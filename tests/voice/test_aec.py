@@ -164,3 +164,22 @@ def test_the_echo_path_plays_through_the_room_block_by_block():
         heard.append(to_float(path.mix(np.zeros(BLOCK, np.int16), (k + BLOCK) / RATE)))
     want = through(path.impulse, played)
     assert np.max(np.abs(np.concatenate(heard) - want)) < 2e-4
+
+
+@pytest.mark.parametrize("text, echo", [("50:-12", (50.0, -12.0, 0.0)), ("50:-6:250", (50.0, -6.0, 250.0))])
+def test_the_echo_option_takes_a_delay_a_gain_and_optionally_a_reverb_time(text, echo):
+    from sidecar.__main__ import parser
+
+    assert parser().parse_args(["run", "--echo", text]).echo == echo
+
+
+@pytest.mark.parametrize("text, says", [("50", "expected DELAY_MS:GAIN_DB or DELAY_MS:GAIN_DB:RT60_MS"),
+                                        ("50:-6:room", "expected DELAY_MS:GAIN_DB"),
+                                        ("5:-6", "echo delay 5 ms must be 20-1000"),
+                                        ("50:-6:5000", "echo reverb time 5000 ms must be 0-2000")])
+def test_a_bad_echo_option_says_what_is_expected(text, says, capsys):
+    from sidecar.__main__ import parser
+
+    with pytest.raises(SystemExit):
+        parser().parse_args(["run", "--echo", text])
+    assert says in capsys.readouterr().err

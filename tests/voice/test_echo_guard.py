@@ -1,6 +1,7 @@
-"""The echo guard: Stella's own voice, heard back through the microphone, never interrupts her;
-the user talking over her does. Simulated speaker -> microphone path (50 ms, 12 dB down),
-scripted replies spoken by the real voice, real VAD."""
+"""The echo canceller and guard: Stella's own voice, heard back through the microphone, never
+interrupts her; the user talking over her does, and is understood. Simulated room (50 ms to the
+direct sound, 6 dB down in all, a 250 ms reverb tail), scripted replies spoken by the real
+voice, real AEC, VAD and whisper."""
 
 from __future__ import annotations
 
@@ -12,14 +13,18 @@ from sidecar.frames import PlaybackLevelsFrame
 from sidecar.voice.bargein import EchoGuard
 
 from .simulate import simulate
+from .speech import heard_fraction
 
 
-def test_over_twenty_replies_only_the_user_interrupts(engines, piper, tmp_path):
-    outcome = simulate(AppConfig(), engines, piper, tmp_path, replies=24, talk_every=6, echo=(50.0, -12.0))
-    assert outcome.replies >= 24, "20 replies heard in full, 4 talked over (then answered)"
+def test_over_twenty_replies_only_the_user_interrupts_and_what_they_say_over_her_is_understood(
+        engines, piper, tmp_path):
+    outcome = simulate(AppConfig(), engines, piper, tmp_path, replies=24, talk_every=6, echo=(50.0, -6.0, 250.0))
+    assert outcome.in_full >= 20, "20 replies heard in full, 4 talked over (then answered)"
     assert len(outcome.onsets) == 4
     assert outcome.false == [], f"Stella's own voice interrupted her at {outcome.false}"
     assert outcome.missed == [], f"the user talked over Stella at {outcome.missed} and was not heard"
+    said = {clip.text: outcome.heard.get(k, "") for k, clip in enumerate(outcome.said)}
+    assert all(heard_fraction(text, heard) == 1.0 for text, heard in said.items()), said
 
 
 def guard() -> EchoGuard:
