@@ -74,7 +74,7 @@ class VoiceConfig:
     # plays is the reference, the speaker -> microphone delay (up to `aec_max_delay_ms`) is
     # tracked, and the filter models `aec_filter_ms` of echo tail (the room's reverb) after it.
     aec: bool = True
-    aec_filter_ms: int = 200
+    aec_filter_ms: int = 240  # rounded to whole capture blocks
     aec_max_delay_ms: int = 500
 
     @property

@@ -11,9 +11,9 @@ Playback records every block it hands to the output with the timeline time it wi
   keeps it only when the peak is clear and two measurements agree: the user talking over
   her, or silence, leaves the estimate where it was.
 * `SpeexCanceller` is the adaptive filter (libspeexdsp's multi-delay block frequency-domain
-  filter, through ctypes), fed the reference shifted by the tracked delay minus a small
-  margin: a reference later than its echo cannot be cancelled at all (measured: 25 dB
-  removed when aligned, 0.3 dB when 40 ms late), one a little early only costs filter taps.
+  filter, through ctypes), fed the reference shifted by the tracked delay minus a lead: a
+  reference later than its echo cannot be cancelled at all (measured: 25 dB removed when
+  aligned, 0.3 dB when 40 ms late), one a little early only costs filter taps.
 * `EchoCancel` is the thin processor: microphone frames in, cleaned frames out, so the VAD,
   the echo guard, the wake word and whisper all hear the user without her echo.
 """
@@ -121,7 +121,7 @@ class DelayTracker:
     the previous clear measurement agrees within `agree_s`; `delay_s` is None until then.
     """
 
-    def __init__(self, *, max_delay_s: float = 0.5, window_s: float = 1.5, hop_s: float = 0.25,
+    def __init__(self, *, max_delay_s: float = 0.5, window_s: float = 1.0, hop_s: float = 0.5,
                  clarity: float = 8.0, agree_s: float = 0.002, floor: float = 1e-6) -> None:
         self.max_lag = int(max_delay_s * RATE)
         self.window = int(window_s * RATE)
@@ -151,14 +151,14 @@ class DelayTracker:
         ref = self._ref
         if np.mean(np.square(ref[-self.window:])) < self.floor or np.mean(np.square(self._mic)) < self.floor:
             return
-        size = 1 << int(np.ceil(np.log2(len(ref) + self.window)))
+        size = 2048 * int(np.ceil((len(ref) + self.window) / 2048))  # 2^11 * small factors: a fast FFT
         spectrum = np.fft.rfft(self._mic, size) * np.conj(np.fft.rfft(ref, size))
         spectrum /= np.abs(spectrum) + 1e-12
         corr = np.fft.irfft(spectrum, size)
         # corr[k] = sum mic[j] ref[j - k]; mic[j] is timeline ref[j + max_lag], its echo d late ref[j + max_lag - d]
         lags = corr[(np.arange(self.max_lag + 1) - self.max_lag) % size]
         lag = int(np.argmax(lags))
-        rest = np.delete(lags, np.arange(max(0, lag - 8), lag + 9))
+        rest = np.delete(lags, np.arange(max(0, lag - 8), min(len(lags), lag + 9)))
         clarity = float((lags[lag] - np.mean(rest)) / (np.std(rest) + 1e-12))
         if clarity < self.clarity:
             return
@@ -176,7 +176,7 @@ class SpeexCanceller:
     """libspeexdsp's echo canceller on int16 frames of `frame` samples (ctypes, no build).
 
     `filter_ms` is the echo tail it can model after the aligned delay: the room's reverb plus
-    the alignment margin.
+    the lead the reference is read with.
     """
 
     def __init__(self, frame: int, filter_ms: int) -> None:
@@ -195,7 +195,8 @@ class SpeexCanceller:
         lib.speex_echo_state_destroy.argtypes = [ctypes.c_void_p]
         self._lib, self._ptr = lib, ptr
         self.frame = frame
-        self._state = lib.speex_echo_state_init(frame, RATE * filter_ms // 1000)
+        # a whole number of frames: measured, a filter of 12.5 frames settles 20 dB lower than one of 12
+        self._state = lib.speex_echo_state_init(frame, frame * max(1, round(RATE * filter_ms / 1000 / frame)))
         rate = ctypes.c_int(RATE)
         lib.speex_echo_ctl(self._state, 24, ctypes.byref(rate))  # SPEEX_ECHO_SET_SAMPLING_RATE
         self._out = np.empty(frame, np.int16)
@@ -219,14 +220,18 @@ class SpeexCanceller:
 class EchoCanceller:
     """Reference + delay tracker + adaptive filter: microphone blocks in, cleaned blocks out.
 
-    Pure apart from the filter's C state, so tests can drive it with synthetic signals.
+    The reference is read `lead_ms` ahead of the tracked delay, and stays put while the delay
+    wanders within a quarter to twice that lead (a sound server's latency drifts by tens of ms:
+    measured 31-60 ms through PulseAudio's loopback); the adaptive filter follows such small
+    moves itself, and a reset would throw away what it has learnt. Pure apart from the
+    filter's C state, so tests can drive it with synthetic signals.
     """
 
-    def __init__(self, *, filter_ms: int, max_delay_ms: int, frame: int, margin_ms: int = 10) -> None:
+    def __init__(self, *, filter_ms: int, max_delay_ms: int, frame: int, lead_ms: int = 30) -> None:
         self.reference = Reference(seconds=max(4.0, 2 * max_delay_ms / 1000 + 2.0))
         self.tracker = DelayTracker(max_delay_s=max_delay_ms / 1000)
         self.filter = SpeexCanceller(frame, filter_ms)
-        self.margin = int(margin_ms * RATE / 1000)
+        self.lead = int(lead_ms * RATE / 1000)
         self.frame = frame
         self.shift = 0  # samples the reference is read earlier than the microphone
         self._mic = np.zeros(0, np.int16)
@@ -246,11 +251,9 @@ class EchoCanceller:
             mic = self._mic[:self.frame]
             ref = self.reference.read(self._start, self.frame)
             delay = self.tracker.feed(to_float(mic), ref)
-            if delay is not None:
-                shift = max(0, round(delay * RATE) - self.margin)
-                if abs(shift - self.shift) > self.margin:  # a new path: the old filter models the wrong one
-                    self.filter.reset()
-                self.shift = shift
+            if delay is not None and not self.lead // 4 <= round(delay * RATE) - self.shift <= 2 * self.lead:
+                self.shift = max(0, round(delay * RATE) - self.lead)  # a new path: the old filter models
+                self.filter.reset()  # the wrong one
             aligned = to_int16(self.reference.read(self._start - self.shift, self.frame))
             self._out.append(self.filter.process(mic, aligned))
             self._mic, self._start = self._mic[self.frame:], self._start + self.frame

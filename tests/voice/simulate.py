@@ -4,8 +4,8 @@ through a simulated speaker -> microphone path (a room), and a simulated user ta
 Typed questions get scripted replies (no server: the echo path is under test, not the model),
 spoken by the real voice and played into out.wav; the echo path feeds out.wav back into the
 input. Every `talk_every`-th reply, the user starts speaking half a second into it, with the
-next of `clips` (piper's joe — Stella's own voice — or an espeak-ng voice). A barge-in within a
-second of such an onset is a hit; any other barge-in is false; an onset without one is a miss.
+next of `clips` (piper's joe — Stella's own voice — or an espeak-ng voice). A barge-in by speech
+that began within a second of such an onset is a hit; any other barge-in is false; an onset without one is a miss.
 What was transcribed of each talk-over is kept, to compare with the same clip heard in silence.
 `TUNING` clips are for tests and for tuning; `HELD_OUT` ones only for the benchmark's figures.
 Used by tests/voice/test_echo_guard.py and tests/bench/bargein_echo.py.
@@ -22,7 +22,14 @@ import numpy as np
 from sidecar.clock import Clock
 from sidecar.config import AppConfig
 from sidecar.events import EventLog
-from sidecar.frames import AudioOutFrame, HeardFrame, InterruptionFrame, UserTextFrame, UserTurnFrame
+from sidecar.frames import (
+    AudioOutFrame,
+    HeardFrame,
+    InterruptionFrame,
+    SpeechStartedFrame,
+    UserTextFrame,
+    UserTurnFrame,
+)
 from sidecar.loop import Engines, build
 from sidecar.voice.audio import RATE
 from sidecar.voice.capture import FileSource
@@ -73,7 +80,7 @@ class Outcome:
     onsets: list[float] = field(default_factory=list)  # when the user started talking over one
     said: list[Clip] = field(default_factory=list)  # what the user said at each onset
     heard: dict[int, str] = field(default_factory=dict)  # onset index -> the transcript of its user turn
-    barge_ins: list[float] = field(default_factory=list)
+    barge_ins: list[float] = field(default_factory=list)  # where in the audio the speech that cut her off began
     stop_ms: list[float] = field(default_factory=list)  # onset -> silence in out.wav
 
     @property
@@ -110,6 +117,7 @@ def simulate(config: AppConfig, engines: Engines, piper, folder: Path, *, replie
     events = EventLog(folder / "events.jsonl")
     seen: set[tuple[str, int]] = set()
     asked = 1
+    speech_start = 0.0  # the audio time of the last speech onset (what a barge-in answers to)
 
     def once(kind: str, turn: int) -> bool:
         if (kind, turn) in seen:
@@ -118,8 +126,10 @@ def simulate(config: AppConfig, engines: Engines, piper, folder: Path, *, replie
         return True
 
     def observe(processor, frame, direction) -> None:
-        nonlocal asked
-        if isinstance(frame, AudioOutFrame) and frame.index == 0 and once("reply", frame.turn):
+        nonlocal asked, speech_start
+        if isinstance(frame, SpeechStartedFrame):
+            speech_start = frame.t
+        elif isinstance(frame, AudioOutFrame) and frame.index == 0 and once("reply", frame.turn):
             outcome.replies += 1
             if outcome.replies % talk_every == 0:
                 onset = max(frame.t + 0.5, source.position + 0.05)
@@ -128,7 +138,7 @@ def simulate(config: AppConfig, engines: Engines, piper, folder: Path, *, replie
                 outcome.onsets.append(onset)
                 outcome.said.append(clip)
         elif isinstance(frame, InterruptionFrame) and frame.reason == "barge_in" and once("barge_in", id(frame)):
-            outcome.barge_ins.append(frame.t)
+            outcome.barge_ins.append(speech_start)  # not when it was decided: a loaded machine may lag
         elif isinstance(frame, UserTurnFrame) and frame.source == "voice" and once("user", frame.turn):
             spoken = [k for k, o in enumerate(outcome.onsets) if o <= (frame.speech_end or 0.0)]
             if spoken:  # the user only speaks over replies: this is the latest talk-over's turn

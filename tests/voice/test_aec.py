@@ -110,7 +110,7 @@ def test_the_echo_is_removed_and_the_user_talking_over_it_is_kept(gain_db):
     said = np.zeros_like(ref)
     said[at:at + len(user)] = user
     out, canceller = cancel(echo + said, ref)
-    assert canceller.shift == round(0.080 * RATE) - canceller.margin, "aligned on the tracked delay"
+    assert canceller.shift == round(0.080 * RATE) - canceller.lead, "aligned on the tracked delay"
     echo_only = slice(3 * RATE, at)  # once the filter has converged
     removed = db(echo[echo_only]) - db(out[echo_only])
     over = slice(at, at + len(user))
@@ -127,7 +127,7 @@ def test_an_echo_later_than_the_filter_is_long_is_cancelled_behind_the_tracked_d
     ref = talk(5.0, seed=7)
     echo = through(room_impulse(350, -6, 150), ref)
     out, canceller = cancel(echo, ref)
-    assert canceller.shift == round(0.350 * RATE) - canceller.margin
+    assert canceller.shift == round(0.350 * RATE) - canceller.lead
     tail = slice(3 * RATE, 5 * RATE - BLOCK)
     assert db(echo[tail]) - db(out[tail]) >= 15
 
@@ -183,3 +183,23 @@ def test_a_bad_echo_option_says_what_is_expected(text, says, capsys):
     with pytest.raises(SystemExit):
         parser().parse_args(["run", "--echo", text])
     assert says in capsys.readouterr().err
+
+
+def test_a_delay_that_wanders_a_little_keeps_the_filter_and_a_new_path_moves_it():
+    ref = talk(12.0, seed=11)
+    part = 4 * RATE
+    echo = np.concatenate([through(room_impulse(d, -6, 150), ref)[k * part:(k + 1) * part]
+                           for k, d in enumerate((40, 55, 200))])  # a sound server's drift, then a new device
+    canceller = EchoCanceller(filter_ms=240, max_delay_ms=500, frame=BLOCK)
+    pcm, out, shifts = to_int16(echo), [], []
+    for k in range(0, len(pcm) - BLOCK + 1, BLOCK):
+        canceller.reference.add(k / RATE, ref[k:k + BLOCK], RATE)
+        out.append(canceller.process(k, pcm[k:k + BLOCK]))
+        shifts.append(canceller.shift)
+    out = to_float(np.concatenate(out))
+    per_part = part // BLOCK
+    assert len(set(shifts[per_part // 2:2 * per_part])) == 1, "the reference stays put through the drift"
+    assert shifts[-1] == round(0.200 * RATE) - canceller.lead
+    for k in range(3):
+        last = slice((k + 1) * part - RATE, (k + 1) * part - BLOCK)
+        assert db(echo[last]) - db(out[last]) >= 15, f"part {k}: the echo is cancelled again within 3 s"

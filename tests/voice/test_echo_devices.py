@@ -114,6 +114,6 @@ def test_stellas_own_voice_through_the_microphone_never_interrupts_her_and_the_u
     assert false == [], f"Stella's own voice interrupted her at {false}"
     assert [e["reason"] for e in seen if e["type"] == "interruption"] == ["barge_in"], "the user was not heard"
     talk_over = next(e for e in seen if e["type"] == "user_turn" and e["turn"] == REPLIES + 2)
-    # heard over the tail of Stella's own voice (the echo of the words she was cut off in), so
-    # whisper tiny may miss a word or two: "How are you penguins life?" was one such transcript
-    assert heard_fraction("where do penguins live", talk_over["text"]) >= 0.5, talk_over
+    # transcribed from the echo-cancelled microphone: none of Stella's words in it
+    print(f"the talk-over was heard as {talk_over['text']!r}")
+    assert heard_fraction("where do penguins live", talk_over["text"]) >= 0.75, talk_over
