@@ -12,9 +12,10 @@ Two parts:
   (starting from `echo_coupling_db`). A
   window is the user only if the VAD hears speech *and* it is `echo_margin_db` above the
   echo that coupling allows, for `barge_in_windows` windows in a row; otherwise the VAD's
-  probability is replaced by 0, so echo never starts an utterance. The windows of the onset
-  it held back stay in the pre-roll, and only they: what came before them was not the
-  user's. The guard listens to the echo-cancelled microphone (`sidecar/voice/aec.py`), so
+  probability is replaced by 0, so echo never starts an utterance. The pre-roll of such an
+  onset keeps the windows just before it that were louder than her echo can be (the quiet
+  start of the first syllable), and only them: what came before was her echo, not the user.
+  The guard listens to the echo-cancelled microphone (`sidecar/voice/aec.py`), so
   the coupling it learns is what the canceller leaves of her voice, and a user quieter at the
   microphone than the echo itself is still heard (measured in tests/bench/bargein_echo.py).
 * `BargeIn` (after the endpointer) knows when Stella is speaking (`BotSpeakingFrame`,
@@ -60,6 +61,7 @@ class EchoGuard:
         self._energy: dict[int, float] = {}  # hop index on the timeline -> mean square played then
         self._ratios: collections.deque[float] = collections.deque(maxlen=history)
         self._run = 0  # consecutive windows that were the user's voice (the last one included)
+        self._clear = 0  # consecutive windows that were not her echo: louder than it can be, or nothing playing
         self.active = False  # the last window could have had Stella's echo in it
 
     def reference(self, frame: PlaybackLevelsFrame) -> None:
@@ -72,8 +74,10 @@ class EchoGuard:
 
     @property
     def user_run(self) -> int:
-        """How many windows in a row, up to the last, the guard took for the user's voice."""
-        return self._run
+        """How many windows in a row, up to the last, were above what her echo can be: the
+        user's (an onset's first windows, quieter than its vowel, are below the VAD's
+        threshold but not her echo, and whisper needs them)."""
+        return self._clear
 
     @property
     def coupling_db(self) -> float:
@@ -88,10 +92,13 @@ class EchoGuard:
         self.active = reference >= REFERENCE_FLOOR
         if not self.active:
             self._run = 0
+            self._clear += 1
             return probability
         energy = float(np.mean(np.square(window, dtype=np.float64))) + 1e-12
         ratio_db = 10 * np.log10(energy / reference)
-        user = probability >= self.threshold and ratio_db > self.coupling_db + self.margin_db
+        above = ratio_db > self.coupling_db + self.margin_db
+        self._clear = self._clear + 1 if above else 0
+        user = probability >= self.threshold and above
         if not user:  # learn the coupling from echo only: the user talking over it is not echo
             self._ratios.append(ratio_db)
         self._run = self._run + 1 if user else 0

@@ -172,8 +172,8 @@ class Endpointer(Processor):
     With an echo guard, Stella's own voice coming back through the microphone is not speech:
     the guard learns what playback plays from the `PlaybackLevelsFrame`s flowing upstream.
     Speech that starts over her voice keeps only the pre-roll windows the guard passed as the
-    user's (the rest is her echo, which whisper would transcribe), and once it has started it is
-    not gated any more: the user has the floor, and playback stops.
+    user's, louder than her echo (the rest is her echo, which whisper would transcribe), and
+    once it has started it is not gated any more: the user has the floor, and playback stops.
     """
 
     def __init__(self, config: VoiceConfig, vad: SileroVad | None = None, guard: EchoGuard | None = None) -> None:

@@ -55,3 +55,18 @@ def test_the_coupling_is_learnt_from_stella_speaking(ratio_db, expected):
     window = np.full(512, 0.1 * 10 ** (ratio_db / 20), np.float32)
     got = [g.gate(window, 1.5 + 0.032 * k, 0.9) for k in range(2)]
     assert got[-1] == expected
+
+
+def test_the_windows_in_a_row_above_her_echo_are_the_users_onset_whatever_the_vad_said():
+    """What the pre-roll of a talk-over keeps: the quiet start of a syllable, not her echo."""
+    g = guard()
+    g.reference(PlaybackLevelsFrame(start=0.0, hop=0.02, rms=np.full(100, 0.3, np.float32)))  # -10 dB
+    echo, onset, vowel = (np.full(512, a, np.float32) for a in (0.2, 0.7, 0.9))
+    for k in range(3):
+        g.gate(echo, 0.032 * k, 0.9)  # her echo: never the user's, however speech-like
+    assert g.user_run == 0
+    g.gate(onset, 0.1, 0.2)  # louder than her echo can be, the VAD not yet sure
+    g.gate(onset, 0.132, 0.4)
+    assert g.user_run == 2
+    assert [g.gate(vowel, 0.164 + 0.032 * k, 0.9) for k in range(2)] == [0.0, 0.9]
+    assert g.user_run == 4, "the pre-roll keeps the three windows before the onset's last"
