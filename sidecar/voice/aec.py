@@ -40,10 +40,11 @@ class PlayedLog:
     """What the output played: (timeline time of the block's first sample, block, rate).
 
     Appended by the output's puller (PortAudio's thread for a device: a deque append is atomic
-    and never blocks), drained on the microphone side.
+    and never blocks), drained on the microphone side, which may lag seconds behind on a
+    loaded machine (measured: 4.5 s on 2 cores at load 9): both keep 30 s.
     """
 
-    def __init__(self, seconds: float = 5.0, block_s: float = 0.01) -> None:
+    def __init__(self, seconds: float = 30.0, block_s: float = 0.01) -> None:
         self._blocks: collections.deque[tuple[float, np.ndarray, int]] = collections.deque(
             maxlen=int(seconds / block_s))
 
@@ -228,7 +229,8 @@ class EchoCanceller:
     """
 
     def __init__(self, *, filter_ms: int, max_delay_ms: int, frame: int, lead_ms: int = 30) -> None:
-        self.reference = Reference(seconds=max(4.0, 2 * max_delay_ms / 1000 + 2.0))
+        # long enough for a microphone side that lags seconds behind playback (a loaded machine)
+        self.reference = Reference(seconds=30.0)
         self.tracker = DelayTracker(max_delay_s=max_delay_ms / 1000)
         self.filter = SpeexCanceller(frame, filter_ms)
         self.lead = int(lead_ms * RATE / 1000)

@@ -112,8 +112,12 @@ class FileOutput:
         self._task = asyncio.create_task(self._write(clock), name="file-output")
 
     def catch_up(self, now: float) -> None:
-        """Write the file up to `now`, so audio queued next lands at its true time."""
-        while (self._written + len(self._block)) / self.rate <= now:
+        """Write the file up to `now`, so audio queued next lands at its true time.
+
+        Half a sample of slack: `now` = 4.02 + 0.02 must reach the block ending at 64640 / 16000
+        (the echo canceller needs what played up to the microphone block's end, every block).
+        """
+        while self._written + len(self._block) <= now * self.rate + 0.5:
             self._pull()
 
     async def _write(self, clock: Clock) -> None:
