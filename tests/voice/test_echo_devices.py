@@ -72,6 +72,9 @@ def say(env: dict[str, str], mic: str, audio) -> None:  # noqa: ANN001
                    input=to_int16(resample(audio, RATE, PULSE_RATE)).tobytes(), env=env, check=True, timeout=30)
 
 
+# twenty spoken turns in real time, each with whisper, the model and piper: 400 s at load 8 on the
+# shared 2-core machine, past the suite's 600 s limit at load 13 (the turns are slower, not wrong)
+@pytest.mark.timeout(1800)
 def test_stellas_own_voice_through_the_microphone_never_interrupts_her_and_the_user_still_does(
         pulseaudio, gateway, piper, subprocess_env, tmp_path):
     env = {**subprocess_env, "PULSE_SERVER": pulseaudio.env["PULSE_SERVER"]}
