@@ -79,13 +79,20 @@ class Outcome:
     in_full: int = 0  # replies heard to the end
     onsets: list[float] = field(default_factory=list)  # when the user started talking over one
     said: list[Clip] = field(default_factory=list)  # what the user said at each onset
+    ends: list[float] = field(default_factory=list)  # when each of those clips ended
     heard: dict[int, str] = field(default_factory=dict)  # onset index -> the transcript of its user turn
     barge_ins: list[float] = field(default_factory=list)  # where in the audio the speech that cut her off began
     stop_ms: list[float] = field(default_factory=list)  # onset -> silence in out.wav
 
     @property
     def false(self) -> list[float]:
-        return [b for b in self.barge_ins if not any(o <= b <= o + 1.0 for o in self.onsets)]
+        """Barge-ins by speech that began while the user was silent: her own voice.
+
+        (A clip with a pause — "Never mind, set a timer" — may end one turn at the comma and cut
+        off the reply to it with the rest: that is the user talking, not her echo.)
+        """
+        talking = list(zip(self.onsets, self.ends, strict=True))
+        return [b for b in self.barge_ins if not any(o <= b <= e + 0.3 for o, e in talking)]
 
     @property
     def missed(self) -> list[float]:
@@ -134,15 +141,18 @@ def simulate(config: AppConfig, engines: Engines, piper, folder: Path, *, replie
             if outcome.replies % talk_every == 0:
                 onset = max(frame.t + 0.5, source.position + 0.05)
                 clip = clips[len(outcome.onsets) % len(clips)]
-                source.insert(speak(piper, clip, user_level), onset)
+                audio = speak(piper, clip, user_level)
+                source.insert(audio, onset)
                 outcome.onsets.append(onset)
+                outcome.ends.append(onset + len(audio) / RATE)
                 outcome.said.append(clip)
         elif isinstance(frame, InterruptionFrame) and frame.reason == "barge_in" and once("barge_in", id(frame)):
             outcome.barge_ins.append(speech_start)  # not when it was decided: a loaded machine may lag
         elif isinstance(frame, UserTurnFrame) and frame.source == "voice" and once("user", frame.turn):
             spoken = [k for k, o in enumerate(outcome.onsets) if o <= (frame.speech_end or 0.0)]
-            if spoken:  # the user only speaks over replies: this is the latest talk-over's turn
-                outcome.heard.setdefault(spoken[-1], frame.text)
+            if spoken:  # the user only speaks over replies: this is (part of) the latest talk-over
+                k = spoken[-1]
+                outcome.heard[k] = f"{outcome.heard[k]} {frame.text}" if k in outcome.heard else frame.text
         elif isinstance(frame, HeardFrame) and not frame.interrupted and once("heard", frame.turn):
             outcome.in_full += 1
             if asked < replies:
