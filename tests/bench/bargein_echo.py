@@ -9,9 +9,10 @@ sound, a reverb tail of `--rt60` ms) one simulated real-time conversation
 (tests/voice/simulate.py): scripted replies spoken by piper and echoed into the input through
 the room, the user talking over every `talk-every`-th reply with the next held-out clip (piper's
 joe — Stella's own voice — and espeak-ng voices; the tuning clips are never measured here).
-Stop latency: the user's first sound -> silence in out.wav. Word accuracy: 1 - word errors /
-words, each talk-over transcript scored against the same clip transcribed in silence (a missed
-talk-over scores all its words wrong).
+Stop latency: the user's first sound -> silence in out.wav. Word accuracy (1 - word errors /
+words; a missed talk-over scores all its words wrong), two ways: each talk-over transcript
+against the same clip transcribed in silence; and against the written words, relative to the
+silence transcripts' own accuracy on them.
 """
 
 from __future__ import annotations
@@ -39,6 +40,20 @@ def in_silence(engines: Engines, piper: Piper, clips: list[Clip]) -> dict[Clip, 
     return heard
 
 
+def accuracy(heard: list[tuple[Clip, str, str]]) -> str:
+    """Talk-over word accuracy, two ways, from (clip, its transcript in silence, over her voice):
+    against the silence transcripts, and against the written words as a share of what the
+    silence transcripts get right (whisper's own slips on a clip, in silence, are not her echo's)."""
+    said = sum(len(words(silent)) for _, silent, _ in heard)
+    if not said:
+        return "-"
+    vs_silence = max(0.0, 1 - sum(word_errors(silent, over) for _, silent, over in heard) / said)
+    written = sum(len(words(c.text)) for c, _, _ in heard)
+    in_silence = max(0.0, 1 - sum(word_errors(c.text, silent) for c, silent, _ in heard) / written)
+    over_her = max(0.0, 1 - sum(word_errors(c.text, over) for c, _, over in heard) / written)
+    return f"{vs_silence:.0%} / {over_her / in_silence:.0%}" if in_silence else f"{vs_silence:.0%} / -"
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--replies", type=int, default=34)
@@ -58,7 +73,7 @@ def main() -> None:
     print(f"load average at the start {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}; {args.clips} clips in silence: "
           f"{right:.0%} of the written words")
     print("| echo | replies heard in full | talked over | false barge-ins | missed | "
-          "stop latency median / max (ms) | talk-over word accuracy |")
+          "stop latency median / max (ms) | talk-over word accuracy: vs silence transcripts / vs the words |")
     print("|---|---|---|---|---|---|---|")
     for gain in (float(g) for g in args.gains.split(",")):
         with tempfile.TemporaryDirectory() as folder:
@@ -66,11 +81,9 @@ def main() -> None:
                          echo=(args.delay, gain, args.rt60), clips=clips)
         hits = [ms for ms, onset in zip(o.stop_ms, o.onsets, strict=True) if onset not in o.missed]
         latency = f"{np.median(hits):.0f} / {max(hits):.0f}" if hits else "-"
-        errors = sum(word_errors(reference[c], o.heard.get(k, "")) for k, c in enumerate(o.said))
-        total = sum(len(words(reference[c])) for c in o.said)
-        accuracy = f"{max(0.0, 1 - errors / total):.0%}" if total else "-"
+        heard = [(c, reference[c], o.heard.get(k, "")) for k, c in enumerate(o.said)]
         print(f"| {gain:+.0f} dB | {o.in_full} | {len(o.onsets)} | {len(o.false)} | {len(o.missed)} | {latency} | "
-              f"{accuracy} |", flush=True)
+              f"{accuracy(heard)} |", flush=True)
         for k, c in enumerate(o.said):
             print(f"    {c.voice}: {reference[c]!r} -> {o.heard.get(k, '(no turn)')!r}")
     load = os.getloadavg()
