@@ -27,17 +27,8 @@ import numpy as np
 
 from sidecar.config import AppConfig, VoiceConfig
 from sidecar.loop import Engines
-from tests.voice.simulate import HELD_OUT, TUNING, Clip, simulate, speak
-from tests.voice.speech import Piper, noise, word_errors, words
-
-
-def in_silence(engines: Engines, piper: Piper, clips: list[Clip]) -> dict[Clip, str]:
-    """Each clip transcribed alone, over the same quiet room noise."""
-    heard = {}
-    for clip in clips:
-        audio = speak(piper, clip)
-        heard[clip] = engines.transcriber(audio + noise(len(audio) / 16000, level=0.002)[:len(audio)])
-    return heard
+from tests.voice.simulate import HELD_OUT, TUNING, Clip, in_silence, simulate
+from tests.voice.speech import Piper, word_errors, words
 
 
 def accuracy(heard: list[tuple[Clip, str, str]]) -> str:

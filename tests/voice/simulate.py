@@ -73,6 +73,15 @@ def speak(piper, clip: Clip, level: float = 0.5) -> np.ndarray:  # noqa: ANN001
     return piper(clip.text, level=level) if clip.voice == "piper" else espeak(clip.text, voice=clip.voice, level=level)
 
 
+def in_silence(engines: Engines, piper, clips: list[Clip]) -> dict[Clip, str]:  # noqa: ANN001
+    """Each clip transcribed alone, over the same quiet room noise as the conversation."""
+    heard = {}
+    for clip in clips:
+        audio = speak(piper, clip)
+        heard[clip] = engines.transcriber(audio + noise(len(audio) / RATE, level=0.002)[:len(audio)])
+    return heard
+
+
 @dataclass
 class Outcome:
     replies: int = 0  # replies that were heard (at least their first sentence)
