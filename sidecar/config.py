@@ -68,6 +68,7 @@ class VoiceConfig:
     barge_in: bool = True
     echo_margin_db: float = 6.0
     echo_coupling_db: float = 0.0
+    echo_coupling_floor_db: float = -20.0  # the echo canceller is never trusted to remove more
     echo_delay_ms: int = 200
     barge_in_windows: int = 2
     # Echo cancellation (libspeexdsp) on the microphone, before all of the above: what playback

@@ -80,6 +80,7 @@ def load_voices(config: VoiceConfig, models: Models) -> tuple[Synthesizer, Synth
 def echo_guard(config: VoiceConfig) -> EchoGuard:
     return EchoGuard(threshold=config.vad_threshold, margin_db=config.echo_margin_db,
                      max_delay_s=config.echo_delay_ms / 1000, prior_coupling_db=config.echo_coupling_db,
+                     floor_db=config.echo_coupling_floor_db,
                      windows=config.barge_in_windows)
 
 

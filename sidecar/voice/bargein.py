@@ -16,7 +16,10 @@ Two parts:
   onset keeps the windows just before it that were louder than her echo can be (the quiet
   start of the first syllable), and only them: what came before was her echo, not the user.
   The guard listens to the echo-cancelled microphone (`sidecar/voice/aec.py`), so
-  the coupling it learns is what the canceller leaves of her voice, and a user quieter at the
+  the coupling it learns is what the canceller leaves of her voice — never less than
+  `echo_coupling_floor_db`: when the room's path jumps (a sound server's latency moved) the
+  filter lets her voice through for a second or so, more than its usual residue (measured
+  through PulseAudio: a false barge-in on the last syllable of a reply with no floor) — and a user quieter at the
   microphone than the echo itself is still heard (measured in tests/bench/bargein_echo.py).
 * `BargeIn` (after the endpointer) knows when Stella is speaking (`BotSpeakingFrame`,
   upstream). Speech starting then interrupts her: an `InterruptionFrame(reason="barge_in")`
@@ -51,11 +54,12 @@ COUPLING_PERCENTILE = 95
 
 class EchoGuard:
     def __init__(self, *, threshold: float, margin_db: float, max_delay_s: float, prior_coupling_db: float,
-                 windows: int, hop_s: float = 0.02, history: int = 400) -> None:
+                 windows: int, floor_db: float = -60.0, hop_s: float = 0.02, history: int = 400) -> None:
         self.threshold = threshold
         self.margin_db = margin_db
         self.max_delay_s = max_delay_s
         self.prior_db = prior_coupling_db
+        self.floor_db = floor_db
         self.windows = windows
         self.hop_s = hop_s
         self._energy: dict[int, float] = {}  # hop index on the timeline -> mean square played then
@@ -84,7 +88,7 @@ class EchoGuard:
         """How loud Stella's echo can be, relative to what is played (dB)."""
         if len(self._ratios) < MIN_HISTORY:
             return self.prior_db
-        return float(np.percentile(self._ratios, COUPLING_PERCENTILE))
+        return max(self.floor_db, float(np.percentile(self._ratios, COUPLING_PERCENTILE)))
 
     def gate(self, window: np.ndarray, t: float, probability: float) -> float:
         """The VAD probability of the window at `t`, or 0 if it is only Stella's echo."""

@@ -97,15 +97,25 @@ def test_stellas_own_voice_through_the_microphone_never_interrupts_her_and_the_u
                 heard_in_full += any(e["type"] == "audio_out" and e["turn"] == i for e in seen)
             false = [e["t"] for e in events(log) if e["type"] == "interruption"]
 
-            # the user talks over the next reply, without the wake word
-            say(env, pulseaudio.mic, concat(silence(0.3), piper("Hey Jarvis."), silence(0.2),
-                                            piper("Tell me a long story about a dragon.")))
-            wait_until(log, proc, "Stella speaking", lambda s: any(
-                e["type"] == "speaking" and e["speaking"] and e["turn"] == REPLIES + 1 for e in s), 60)
-            time.sleep(0.4)
-            say(env, pulseaudio.mic, piper("Where do penguins live?"))
-            seen = wait_until(log, proc, "the talk-over answered", lambda s: any(
-                e["type"] == "user_turn" and e["turn"] == REPLIES + 2 for e in s), 60)
+            # the user talks over the next reply, without the wake word; the small model sometimes
+            # answers "I don't know." and is done before the user has started: then ask again
+            turn = REPLIES
+            for _ in range(3):
+                turn += 1
+                say(env, pulseaudio.mic, concat(silence(0.3), piper("Hey Jarvis."), silence(0.2),
+                                                piper("Tell me a long story about a dragon.")))
+                wait_until(log, proc, "Stella speaking", lambda s, n=turn: any(
+                    e["type"] == "speaking" and e["speaking"] and e["turn"] == n for e in s), 60)
+                time.sleep(0.4)
+                say(env, pulseaudio.mic, piper("Where do penguins live?"))
+                seen = wait_until(log, proc, "the talk-over answered or her reply over", lambda s, n=turn: any(
+                    (e["type"] == "user_turn" and e["turn"] == n + 1) or (e["type"] == "turn_end" and e["turn"] == n)
+                    for e in s), 60)
+                if not any(e["type"] == "heard" and e["turn"] == turn and not e["interrupted"] for e in seen):
+                    break
+                time.sleep(2.0)  # her reply ended first: the talk-over was an unaddressed remark
+            seen = wait_until(log, proc, "the talk-over answered", lambda s, n=turn: any(
+                e["type"] == "user_turn" and e["turn"] == n + 1 for e in s), 60)
             proc.send_signal(signal.SIGINT)
             assert proc.wait(30) == 0, log.with_suffix(".log").read_text()[-3000:]
         finally:
@@ -116,7 +126,7 @@ def test_stellas_own_voice_through_the_microphone_never_interrupts_her_and_the_u
     assert heard_in_full == REPLIES
     assert false == [], f"Stella's own voice interrupted her at {false}"
     assert [e["reason"] for e in seen if e["type"] == "interruption"] == ["barge_in"], "the user was not heard"
-    talk_over = next(e for e in seen if e["type"] == "user_turn" and e["turn"] == REPLIES + 2)
+    talk_over = next(e for e in seen if e["type"] == "user_turn" and e["turn"] == turn + 1)
     # transcribed from the echo-cancelled microphone: none of Stella's words in it
     print(f"the talk-over was heard as {talk_over['text']!r}")
     assert heard_fraction("where do penguins live", talk_over["text"]) >= 0.75, talk_over

@@ -72,3 +72,16 @@ def test_the_windows_in_a_row_above_her_echo_are_the_users_onset_whatever_the_va
     assert g.user_run == 2
     assert [g.gate(vowel, 0.164 + 0.032 * k, 0.9) for k in range(2)] == [0.0, 0.9]
     assert g.user_run == 4, "the pre-roll keeps the three windows before the onset's last"
+
+
+def test_the_canceller_is_never_trusted_below_the_floor():
+    """After a second of residue 40 dB under what plays, speech 16 dB under it is still taken for
+    her echo (a path jump lets that much through), speech 10 dB under it is the user."""
+    g = EchoGuard(threshold=0.5, margin_db=6.0, max_delay_s=0.2, prior_coupling_db=0.0, windows=2, floor_db=-20.0)
+    g.reference(PlaybackLevelsFrame(start=0.0, hop=0.02, rms=np.full(200, 0.1, np.float32)))
+    for k in range(40):
+        g.gate(np.full(512, 0.001, np.float32), 0.032 * k, 0.9)  # -40 dB: a well-converged canceller
+    assert g.coupling_db == -20.0
+    for level_db, expected in ((-16.0, 0.0), (-10.0, 0.9)):
+        window = np.full(512, 0.1 * 10 ** (level_db / 20), np.float32)
+        assert [g.gate(window, 1.5 + 0.032 * k, 0.9) for k in range(2)][-1] == expected, level_db
