@@ -85,10 +85,16 @@ class EchoGuard:
 
     @property
     def coupling_db(self) -> float:
-        """How loud Stella's echo can be, relative to what is played (dB)."""
+        """How loud Stella's echo can be, relative to what is played (dB): what barge-in takes."""
+        return max(self.floor_db, self.residue_db)
+
+    @property
+    def residue_db(self) -> float:
+        """How loud her echo usually is (the learnt coupling, no floor): a window above it is not
+        her echo, which is what the pre-roll of a talk-over keeps."""
         if len(self._ratios) < MIN_HISTORY:
             return self.prior_db
-        return max(self.floor_db, float(np.percentile(self._ratios, COUPLING_PERCENTILE)))
+        return float(np.percentile(self._ratios, COUPLING_PERCENTILE))
 
     def gate(self, window: np.ndarray, t: float, probability: float) -> float:
         """The VAD probability of the window at `t`, or 0 if it is only Stella's echo."""
@@ -100,9 +106,8 @@ class EchoGuard:
             return probability
         energy = float(np.mean(np.square(window, dtype=np.float64))) + 1e-12
         ratio_db = 10 * np.log10(energy / reference)
-        above = ratio_db > self.coupling_db + self.margin_db
-        self._clear = self._clear + 1 if above else 0
-        user = probability >= self.threshold and above
+        self._clear = self._clear + 1 if ratio_db > self.residue_db + self.margin_db else 0
+        user = probability >= self.threshold and ratio_db > self.coupling_db + self.margin_db
         if not user:  # learn the coupling from echo only: the user talking over it is not echo
             self._ratios.append(ratio_db)
         self._run = self._run + 1 if user else 0

@@ -85,3 +85,12 @@ def test_the_canceller_is_never_trusted_below_the_floor():
     for level_db, expected in ((-16.0, 0.0), (-10.0, 0.9)):
         window = np.full(512, 0.1 * 10 ** (level_db / 20), np.float32)
         assert [g.gate(window, 1.5 + 0.032 * k, 0.9) for k in range(2)][-1] == expected, level_db
+
+
+def test_the_floor_decides_barge_in_but_the_pre_roll_keeps_what_is_above_her_usual_echo():
+    g = EchoGuard(threshold=0.5, margin_db=6.0, max_delay_s=0.2, prior_coupling_db=0.0, windows=2, floor_db=-20.0)
+    g.reference(PlaybackLevelsFrame(start=0.0, hop=0.02, rms=np.full(200, 0.1, np.float32)))
+    for k in range(40):
+        g.gate(np.full(512, 0.001, np.float32), 0.032 * k, 0.1)  # -40 dB: a well-converged canceller
+    g.gate(np.full(512, 0.1 * 10 ** (-25 / 20), np.float32), 1.5, 0.2)  # a quiet onset, 25 dB under what plays
+    assert g.user_run == 1, "above her usual echo: kept in the pre-roll"
