@@ -62,11 +62,14 @@ class Reference:
     """What played, at 16 kHz, addressed by timeline sample index (sample i is t = i / 16000).
 
     The last `seconds` are kept; reading older or never-written samples gives zeros. Blocks
-    at another rate go through one soxr stream; a block whose time does not follow on from
-    the last (the output restarted, a device's clock was re-read) re-anchors the stream.
+    at another rate go through one soxr stream. The device plays one sample after the other,
+    so samples are counted from the first block's time; the time each callback reports
+    jitters by tens of ms on a loaded machine (re-anchoring on it moved the reference under
+    the filter: false barge-ins through PulseAudio), so only a jump of `jump_s` (the output
+    restarted) re-anchors.
     """
 
-    def __init__(self, seconds: float = 4.0, jump_s: float = 0.02) -> None:
+    def __init__(self, seconds: float = 4.0, jump_s: float = 0.25) -> None:
         self.capacity = int(seconds * RATE)
         self._buf = np.zeros(self.capacity, np.float32)
         self._end = 0  # one past the highest index written
@@ -78,10 +81,12 @@ class Reference:
 
     def add(self, t: float, block: np.ndarray, rate: int) -> None:
         """A played block: `block` (float32 at `rate`) is heard from timeline time `t` on."""
-        if rate != self._rate or self._next is None or abs(t - self._next) > self.jump_s:
-            self._rate, self._index = rate, round(t * RATE)
+        if rate != self._rate or self._next is None:
+            self._rate = rate
             self._converter = None if rate == RATE else soxr.ResampleStream(rate, RATE, 1, dtype="float32")
-        self._next = t + len(block) / rate
+        if self._next is None or abs(t - self._next) > self.jump_s:
+            self._index, self._next = round(t * RATE), t
+        self._next += len(block) / rate
         audio = block if self._converter is None else self._converter.resample_chunk(block.astype(np.float32))
         self.write(self._index, audio)
         self._index += len(audio)

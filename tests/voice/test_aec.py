@@ -61,6 +61,17 @@ def test_the_reference_resamples_the_output_rate_onto_the_timeline():
     assert np.corrcoef(got, want)[0, 1] > 0.95
 
 
+def test_the_reference_counts_samples_through_a_callbacks_jittery_times_and_follows_a_restart():
+    ref, rng = Reference(), np.random.default_rng(3)
+    blocks = np.arange(100, dtype=np.float32).repeat(320).reshape(100, 320)  # block k holds the value k
+    for k, block in enumerate(blocks[:50]):
+        ref.add(1.0 + k * 0.02 + (k > 0) * rng.uniform(-0.03, 0.03), block, RATE)  # a loaded callback's times
+    assert np.array_equal(ref.read(RATE + 320 * 10, 320), np.full(320, 10, np.float32)), "sample 10 * 320 on"
+    for k, block in enumerate(blocks[50:]):
+        ref.add(3.0 + k * 0.02, block, RATE)  # the output restarted half a second later
+    assert np.array_equal(ref.read(3 * RATE, 320), np.full(320, 50, np.float32))
+
+
 def test_played_blocks_are_copied_as_the_output_pulls_them():
     log = PlayedLog()
     block = np.ones(160, np.float32)
