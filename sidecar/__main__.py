@@ -34,14 +34,19 @@ def _span(text: str) -> tuple[float, float]:
     return start, end
 
 
-def _echo(text: str) -> tuple[float, float]:
+def _echo(text: str) -> tuple[float, float, float]:
     try:
-        delay, gain = (float(x) for x in text.split(":"))
+        values = [float(x) for x in text.split(":")]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected DELAY_MS:GAIN_DB, got {text!r}") from None
+        values = []
+    if len(values) not in (2, 3):
+        raise argparse.ArgumentTypeError(f"expected DELAY_MS:GAIN_DB or DELAY_MS:GAIN_DB:RT60_MS, got {text!r}")
+    delay, gain, rt60 = (*values, 0.0)[:3]
     if not 20 <= delay <= 1000:
         raise argparse.ArgumentTypeError(f"echo delay {delay:g} ms must be 20-1000")
-    return delay, gain
+    if not 0 <= rt60 <= 2000:
+        raise argparse.ArgumentTypeError(f"echo reverb time {rt60:g} ms must be 0-2000 (0: no reverb)")
+    return delay, gain, rt60
 
 
 def parser() -> argparse.ArgumentParser:
@@ -61,9 +66,10 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--input-device", help="microphone name or index (default: the system's)")
     r.add_argument("--output-device", help="speaker name or index (default: the system's)")
     r.add_argument("--fast", action="store_true", help="read --audio-in as fast as possible (tests)")
-    r.add_argument("--echo", type=_echo, metavar="DELAY_MS:GAIN_DB",
+    r.add_argument("--echo", type=_echo, metavar="DELAY_MS:GAIN_DB[:RT60_MS]",
                    help="feed --audio-out back into the input, delayed and attenuated (a simulated "
-                        "speaker heard by the microphone, e.g. 50:-10)")
+                        "speaker heard by the microphone, e.g. 50:-10); RT60_MS adds a room's reverb "
+                        "tail that decays by 60 dB in that time (e.g. 50:-6:250)")
     r.add_argument("--log-level", help="DEBUG, INFO, WARNING or ERROR")
     return p
 

@@ -72,8 +72,15 @@ class VoiceConfig:
     barge_in: bool = True
     echo_margin_db: float = 6.0
     echo_coupling_db: float = 0.0
+    echo_coupling_floor_db: float = -20.0  # the echo canceller is never trusted to remove more
     echo_delay_ms: int = 200
     barge_in_windows: int = 2
+    # Echo cancellation (libspeexdsp) on the microphone, before all of the above: what playback
+    # plays is the reference, the speaker -> microphone delay (up to `aec_max_delay_ms`) is
+    # tracked, and the filter models `aec_filter_ms` of echo tail (the room's reverb) after it.
+    aec: bool = True
+    aec_filter_ms: int = 240  # rounded to whole capture blocks
+    aec_max_delay_ms: int = 500
 
     @property
     def whisper_threads(self) -> int:
@@ -90,6 +97,10 @@ class VoiceConfig:
                      "echo_delay_ms", "echo_margin_db", "volume_step_db"):
             if getattr(self, name) < 0:
                 raise ValueError(f"voice setting '{name}' must not be negative, got {getattr(self, name)}")
+        if not 20 <= self.aec_filter_ms <= 1000:
+            raise ValueError(f"voice setting 'aec_filter_ms' must be 20-1000, got {self.aec_filter_ms}")
+        if not 0 < self.aec_max_delay_ms <= 2000:
+            raise ValueError(f"voice setting 'aec_max_delay_ms' must be 1-2000, got {self.aec_max_delay_ms}")
         if self.barge_in_windows < 1:
             raise ValueError(f"voice setting 'barge_in_windows' must be at least 1, got {self.barge_in_windows}")
         if self.asr_threads < 0:

@@ -7,8 +7,9 @@ for tests); out.wav shares its timeline — sample 0 is the same instant, silenc
 plays — and the run ends when the last turn is over. Without --audio-in/--audio-out the
 default microphone/speaker are used and the run lasts until Ctrl-C. `texts` are typed turns
 (no microphone needed); `push_to_talk` holds the button over (start, end) spans of in.wav;
-`echo` = (delay ms, gain dB) feeds out.wav back into the input, as a speaker heard by the
-microphone (to test barge-in against Stella's own voice).
+`echo` = (delay ms, gain dB, reverb time RT60 ms) feeds out.wav back into the input, as a
+speaker heard by the microphone in a room (to test barge-in and echo cancellation against
+Stella's own voice).
 
 Besides the turn milestones the event log has `mouth` levels every 20 ms of speech and `blink`
 cues (both on the audio clock), `interruption` (barge_in | stop), `heard` (what the user heard
@@ -46,7 +47,7 @@ class Options:
     texts: list[str] = field(default_factory=list)
     push_to_talk: list[tuple[float, float]] = field(default_factory=list)
     fast: bool = False
-    echo: tuple[float, float] | None = None  # (delay ms, gain dB) from out.wav back into the input
+    echo: tuple[float, ...] | None = None  # (delay ms, gain dB[, RT60 ms]) from out.wav back into the input
 
 
 def with_wake(config: AppConfig, wake: str) -> AppConfig:

@@ -1,8 +1,9 @@
 """The voice loop: which processors, in which order, with which engines.
 
-    source -> [acoustic wake] -> endpointer (VAD + echo guard) -> barge-in -> wake gate -> ASR
+    source -> [echo canceller] -> [acoustic wake] -> endpointer (VAD + echo guard) -> barge-in
+           -> wake gate -> ASR
            -> turn taker (+ local intents) -> reply (link) -> outfit tags -> sentences -> TTS
-           -> playback (+ mouth levels, blinks)
+           -> playback (+ mouth levels, blinks; what it plays is the echo canceller's reference)
 
 The source is a microphone or a file, the playback output a speaker or a file; everything
 between is the same in the app and in headless runs. Engines (models) load once and can serve
@@ -24,6 +25,7 @@ from sidecar.models.provision import Models
 from sidecar.pipeline import Observer, Pipeline, Processor, Source, VoiceError
 from sidecar.reply import ChatLink, Reply
 from sidecar.voice.addressing import TurnTaker, WakeGate
+from sidecar.voice.aec import EchoCancel, PlayedLog
 from sidecar.voice.asr import ASR, Transcriber
 from sidecar.voice.bargein import BargeIn, EchoGuard
 from sidecar.voice.playback import Output, Playback
@@ -78,14 +80,19 @@ def load_voices(config: VoiceConfig, models: Models) -> tuple[Synthesizer, Synth
 def echo_guard(config: VoiceConfig) -> EchoGuard:
     return EchoGuard(threshold=config.vad_threshold, margin_db=config.echo_margin_db,
                      max_delay_s=config.echo_delay_ms / 1000, prior_coupling_db=config.echo_coupling_db,
+                     floor_db=config.echo_coupling_floor_db,
                      windows=config.barge_in_windows)
 
 
-def listening(config: VoiceConfig, engines: Engines, source: Source, intents: Intents | None = None) -> list[Processor]:
-    """Microphone to user turns: source, [acoustic wake], VAD, [barge-in], wake gate, ASR, turn taker."""
+def listening(config: VoiceConfig, engines: Engines, source: Source, intents: Intents | None = None,
+              played: PlayedLog | None = None) -> list[Processor]:
+    """Microphone to user turns: source, [echo canceller], [acoustic wake], VAD, [barge-in], wake
+    gate, ASR, turn taker. `played` is what playback plays (no canceller without it)."""
     wake_word = config.wake_model if config.wake_engine == "openwakeword" else config.wake_phrase
     prompt = "" if config.wake_engine == "off" else wake_word.replace("_", " ").title() + "."
     processors: list[Processor] = [source]
+    if config.aec and played is not None:
+        processors.append(EchoCancel(config, played))
     if config.wake_engine == "openwakeword":
         if engines.wake is None or engines.wake.name != config.wake_model:
             raise ValueError(f"the engines were loaded without the {config.wake_model} wake model")
@@ -110,13 +117,15 @@ def build(config: AppConfig, engines: Engines, source: Source, output: Output, l
     """
     outfits = load_catalogue(config.atlas_dir) if outfits is None else outfits
     voice = config.voice
+    played = PlayedLog() if voice.aec else None
     speaking = [
         Reply(link, conversation or Conversation(config.persona, config.chat, outfits=outfits), config.chat,
               spoken=True),
         OutfitTags(outfits),
         Sentences(voice.first_clause_words),
         TTS(engines.voice, engines.fallback_voice),
-        Playback(output, voice.sentence_pause_ms, volume_db=voice.volume_db, volume_step_db=voice.volume_step_db),
+        Playback(output, voice.sentence_pause_ms, volume_db=voice.volume_db, volume_step_db=voice.volume_step_db,
+                 played=played),
     ]
     intents = Intents(outfits, config.persona.name)
-    return Pipeline(listening(voice, engines, source, intents) + speaking, clock, observers)
+    return Pipeline(listening(voice, engines, source, intents, played) + speaking, clock, observers)

@@ -12,10 +12,15 @@ Two parts:
   (starting from `echo_coupling_db`). A
   window is the user only if the VAD hears speech *and* it is `echo_margin_db` above the
   echo that coupling allows, for `barge_in_windows` windows in a row; otherwise the VAD's
-  probability is replaced by 0, so echo never starts an utterance. The first windows of a
-  real onset stay in the pre-roll, so no syllable is lost. The limit: a user quieter at the
-  microphone than Stella's echo plus the margin is not heard while she speaks (measured in
-  tests/bench/bargein_echo.py).
+  probability is replaced by 0, so echo never starts an utterance. The pre-roll of such an
+  onset keeps the windows just before it that were louder than her echo can be (the quiet
+  start of the first syllable), and only them: what came before was her echo, not the user.
+  The guard listens to the echo-cancelled microphone (`sidecar/voice/aec.py`), so
+  the coupling it learns is what the canceller leaves of her voice — never less than
+  `echo_coupling_floor_db`: when the room's path jumps (a sound server's latency moved) the
+  filter lets her voice through for a second or so, more than its usual residue (measured
+  through PulseAudio: a false barge-in on the last syllable of a reply with no floor) — and a user quieter at the
+  microphone than the echo itself is still heard (measured in tests/bench/bargein_echo.py).
 * `BargeIn` (after the endpointer) knows when Stella is speaking (`BotSpeakingFrame`,
   upstream). Speech starting then interrupts her: an `InterruptionFrame(reason="barge_in")`
   goes downstream (playback stops, the reply is cancelled upstream), and the utterance is
@@ -49,16 +54,18 @@ COUPLING_PERCENTILE = 95
 
 class EchoGuard:
     def __init__(self, *, threshold: float, margin_db: float, max_delay_s: float, prior_coupling_db: float,
-                 windows: int, hop_s: float = 0.02, history: int = 400) -> None:
+                 windows: int, floor_db: float = -60.0, hop_s: float = 0.02, history: int = 400) -> None:
         self.threshold = threshold
         self.margin_db = margin_db
         self.max_delay_s = max_delay_s
         self.prior_db = prior_coupling_db
+        self.floor_db = floor_db
         self.windows = windows
         self.hop_s = hop_s
         self._energy: dict[int, float] = {}  # hop index on the timeline -> mean square played then
         self._ratios: collections.deque[float] = collections.deque(maxlen=history)
-        self._run = 0  # consecutive windows that were the user's voice
+        self._run = 0  # consecutive windows that were the user's voice (the last one included)
+        self._clear = 0  # consecutive windows that were not her echo: louder than it can be, or nothing playing
         self.active = False  # the last window could have had Stella's echo in it
 
     def reference(self, frame: PlaybackLevelsFrame) -> None:
@@ -70,8 +77,21 @@ class EchoGuard:
             self._energy[first + k] = float(rms) ** 2
 
     @property
+    def user_run(self) -> int:
+        """How many windows in a row, up to the last, were above what her echo can be: the
+        user's (an onset's first windows, quieter than its vowel, are below the VAD's
+        threshold but not her echo, and whisper needs them)."""
+        return self._clear
+
+    @property
     def coupling_db(self) -> float:
-        """How loud Stella's echo can be, relative to what is played (dB)."""
+        """How loud Stella's echo can be, relative to what is played (dB): what barge-in takes."""
+        return max(self.floor_db, self.residue_db)
+
+    @property
+    def residue_db(self) -> float:
+        """How loud her echo usually is (the learnt coupling, no floor): a window above it is not
+        her echo, which is what the pre-roll of a talk-over keeps."""
         if len(self._ratios) < MIN_HISTORY:
             return self.prior_db
         return float(np.percentile(self._ratios, COUPLING_PERCENTILE))
@@ -82,9 +102,11 @@ class EchoGuard:
         self.active = reference >= REFERENCE_FLOOR
         if not self.active:
             self._run = 0
+            self._clear += 1
             return probability
         energy = float(np.mean(np.square(window, dtype=np.float64))) + 1e-12
         ratio_db = 10 * np.log10(energy / reference)
+        self._clear = self._clear + 1 if ratio_db > self.residue_db + self.margin_db else 0
         user = probability >= self.threshold and ratio_db > self.coupling_db + self.margin_db
         if not user:  # learn the coupling from echo only: the user talking over it is not echo
             self._ratios.append(ratio_db)

@@ -37,6 +37,7 @@ from sidecar.frames import (
     VolumeFrame,
 )
 from sidecar.pipeline import Direction, Processor, VoiceError
+from sidecar.voice.aec import PlayedLog
 from sidecar.voice.audio import fade_edges, resample, to_int16
 from sidecar.voice.devices import find_device, portaudio
 from sidecar.voice.mouth import HOP_S, Blinks, mouth_levels, rms_envelope
@@ -57,6 +58,7 @@ class JitterBuffer:
         self._mark: tuple[int, float] = (0, 0.0)
         self._ends = 0.0  # when the last queued sample will have been heard
         self.gain = 1.0  # the volume, applied as audio is pulled so a change is heard at once
+        self.played: PlayedLog | None = None  # told every pulled block: the echo canceller's reference
 
     def pull(self, out: np.ndarray, plays_at: float) -> int:
         """Fill `out` (silence past the queued audio); `plays_at` = when out[0] is heard."""
@@ -64,6 +66,8 @@ class JitterBuffer:
         out[n:] = 0.0
         if self.gain != 1.0:
             out *= self.gain
+        if self.played is not None:
+            self.played.played(plays_at, out, self.rate)
         # the next ring sample plays right after this block (now, or at the next pull if empty)
         self._mark = (self.ring.consumed, plays_at + len(out) / self.rate)
         return n
@@ -108,8 +112,12 @@ class FileOutput:
         self._task = asyncio.create_task(self._write(clock), name="file-output")
 
     def catch_up(self, now: float) -> None:
-        """Write the file up to `now`, so audio queued next lands at its true time."""
-        while (self._written + len(self._block)) / self.rate <= now:
+        """Write the file up to `now`, so audio queued next lands at its true time.
+
+        Half a sample of slack: `now` = 4.02 + 0.02 must reach the block ending at 64640 / 16000
+        (the echo canceller needs what played up to the microphone block's end, every block).
+        """
+        while self._written + len(self._block) <= now * self.rate + 0.5:
             self._pull()
 
     async def _write(self, clock: Clock) -> None:
@@ -212,12 +220,15 @@ class Playback(Processor):
     with a `HeardFrame` saying what was heard. Each sentence's level envelope goes upstream
     too (the echo guard's reference) and, as `mouth` events every 20 ms, downstream — all on
     the audio clock, like the blinks. An interruption empties the buffer at once: what was
-    heard up to then is reported, the rest never plays.
+    heard up to then is reported, the rest never plays. Every block the output pulls goes to
+    `played`, stamped with when it is heard: the echo canceller's reference.
     """
 
-    def __init__(self, output: Output, pause_ms: int, *, volume_db: float = 0.0, volume_step_db: float = 6.0) -> None:
+    def __init__(self, output: Output, pause_ms: int, *, volume_db: float = 0.0, volume_step_db: float = 6.0,
+                 played: PlayedLog | None = None) -> None:
         super().__init__()
         self.output = output
+        self.played = played
         self.pause_ms = pause_ms
         self.volume_db = volume_db
         self.volume_step_db = volume_step_db
@@ -237,6 +248,7 @@ class Playback(Processor):
     async def start(self) -> None:
         await self.output.open(self.clock)
         self.output.buffer.gain = self.gain
+        self.output.buffer.played = self.played
         self._watch = asyncio.create_task(self._watch_clock(), name="playback-watch")
 
     async def stop(self) -> None:

@@ -171,9 +171,9 @@ class Endpointer(Processor):
 
     With an echo guard, Stella's own voice coming back through the microphone is not speech:
     the guard learns what playback plays from the `PlaybackLevelsFrame`s flowing upstream.
-    Speech that starts over her voice keeps only the pre-roll the guard needed to be sure
-    (the rest is her echo, which whisper would transcribe), and once it has started it is
-    not gated any more: the user has the floor, and playback stops.
+    Speech that starts over her voice keeps only the pre-roll windows the guard passed as the
+    user's, louder than her echo (the rest is her echo, which whisper would transcribe), and
+    once it has started it is not gated any more: the user has the floor, and playback stops.
     """
 
     def __init__(self, config: VoiceConfig, vad: SileroVad | None = None, guard: EchoGuard | None = None) -> None:
@@ -203,7 +203,7 @@ class Endpointer(Processor):
                 if self.guard is not None and not self._over_playback:
                     probability = self.guard.gate(window, t, probability)
                     if self.guard.active and probability >= self.segmenter.threshold and not self.segmenter.speaking:
-                        self.segmenter.trim_preroll(self.guard.windows + 1)
+                        self.segmenter.trim_preroll(self.guard.user_run - 1)  # the guard's, not her echo
                         self._over_playback = True
                 await self._emit(self.segmenter.feed(window, t, probability))
                 self._over_playback = self._over_playback and self.segmenter.speaking

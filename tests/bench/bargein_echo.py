@@ -1,44 +1,85 @@
-"""Barge-in against Stella's own echo: false and missed barge-ins, and how fast playback stops.
+"""Barge-in against Stella's own echo in a room: false and missed barge-ins, how fast playback
+stops, and how well what the user says over her is transcribed.
 
-    .venv/bin/python -m tests.bench.bargein_echo [--replies 24] [--talk-every 4] [--gains -20,-12,-6]
+    .venv/bin/python -m tests.bench.bargein_echo [--replies 34] [--talk-every 3] [--gains -20,-12,-6,0]
+                                                 [--delay 50] [--rt60 250] [--clips held-out]
 
-For each speaker -> microphone coupling (gain dB, 50 ms delay) one simulated conversation
-(tests/voice/simulate.py): scripted replies spoken by piper and echoed into the input, the user
-(piper, peak 0.5) talking over every `talk-every`-th reply. Real time, so the stop latency
-(user's first sound -> silence in out.wav) includes the pipeline's real delays.
+For each speaker -> microphone coupling (the room impulse's energy, `--delay` ms to the direct
+sound, a reverb tail of `--rt60` ms) one simulated real-time conversation
+(tests/voice/simulate.py): scripted replies spoken by piper and echoed into the input through
+the room, the user talking over every `talk-every`-th reply with the next held-out clip (piper's
+joe — Stella's own voice — and espeak-ng voices; the tuning clips are never measured here).
+Stop latency: the user's first sound -> silence in out.wav. Word accuracy (1 - word errors /
+words; a missed talk-over scores all its words wrong), two ways: each talk-over transcript
+against the same clip transcribed in silence; and against the written words, relative to the
+silence transcripts' own accuracy on them.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
 
 from sidecar.config import AppConfig, VoiceConfig
 from sidecar.loop import Engines
-from tests.voice.simulate import simulate
-from tests.voice.speech import Piper
+from tests.voice.simulate import HELD_OUT, TUNING, Clip, in_silence, simulate
+from tests.voice.speech import Piper, word_errors, words
+
+
+def accuracy(heard: list[tuple[Clip, str, str]]) -> str:
+    """Talk-over word accuracy, two ways, from (clip, its transcript in silence, over her voice):
+    against the silence transcripts, and against the written words as a share of what the
+    silence transcripts get right (whisper's own slips on a clip, in silence, are not her echo's)."""
+    said = sum(len(words(silent)) for _, silent, _ in heard)
+    if not said:
+        return "-"
+    vs_silence = max(0.0, 1 - sum(word_errors(silent, over) for _, silent, over in heard) / said)
+    written = sum(len(words(c.text)) for c, _, _ in heard)
+    in_silence = max(0.0, 1 - sum(word_errors(c.text, silent) for c, silent, _ in heard) / written)
+    over_her = max(0.0, 1 - sum(word_errors(c.text, over) for c, _, over in heard) / written)
+    return f"{vs_silence:.0%} / {over_her / in_silence:.0%}" if in_silence else f"{vs_silence:.0%} / -"
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--replies", type=int, default=24)
-    p.add_argument("--talk-every", type=int, default=4)
-    p.add_argument("--gains", default="-20,-12,-6")
+    p.add_argument("--replies", type=int, default=34)
+    p.add_argument("--talk-every", type=int, default=3)
+    p.add_argument("--gains", default="-20,-12,-6,0")
+    p.add_argument("--delay", type=float, default=50.0)
+    p.add_argument("--rt60", type=float, default=250.0)
+    p.add_argument("--clips", choices=["held-out", "tuning"], default="held-out")
     args = p.parse_args()
+    clips = HELD_OUT if args.clips == "held-out" else TUNING
+    began, load = time.monotonic(), os.getloadavg()
     engines = Engines.load(VoiceConfig())
     piper = Piper()
-    print("| echo gain | replies | talked over | false barge-ins | missed | stop latency median / max (ms) |")
-    print("|---|---|---|---|---|---|")
+    reference = in_silence(engines, piper, clips)
+    right = sum(len(words(c.text)) - word_errors(c.text, reference[c]) for c in clips) / sum(
+        len(words(c.text)) for c in clips)
+    print(f"load average at the start {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}; {args.clips} clips in silence: "
+          f"{right:.0%} of the written words")
+    print("| echo | replies heard in full | talked over | false barge-ins | missed | "
+          "stop latency median / max (ms) | talk-over word accuracy: vs silence transcripts / vs the words |")
+    print("|---|---|---|---|---|---|---|")
     for gain in (float(g) for g in args.gains.split(",")):
         with tempfile.TemporaryDirectory() as folder:
-            o = simulate(AppConfig(), engines, piper, Path(folder), replies=args.replies,
-                         talk_every=args.talk_every, echo=(50.0, gain))
+            o = simulate(AppConfig(), engines, piper, Path(folder), replies=args.replies, talk_every=args.talk_every,
+                         echo=(args.delay, gain, args.rt60), clips=clips)
         hits = [ms for ms, onset in zip(o.stop_ms, o.onsets, strict=True) if onset not in o.missed]
         latency = f"{np.median(hits):.0f} / {max(hits):.0f}" if hits else "-"
-        print(f"| {gain:+.0f} dB | {o.replies} | {len(o.onsets)} | {len(o.false)} | {len(o.missed)} | {latency} |")
+        heard = [(c, reference[c], o.heard.get(k, "")) for k, c in enumerate(o.said)]
+        print(f"| {gain:+.0f} dB | {o.in_full} | {len(o.onsets)} | {len(o.false)} | {len(o.missed)} | {latency} | "
+              f"{accuracy(heard)} |", flush=True)
+        for k, c in enumerate(o.said):
+            print(f"    {c.voice}: {reference[c]!r} -> {o.heard.get(k, '(no turn)')!r}")
+    load = os.getloadavg()
+    print(f"wall time {time.monotonic() - began:.0f} s; load average at the end {load[0]:.2f} / {load[1]:.2f} / "
+          f"{load[2]:.2f}")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
-"""A simulated conversation for the echo guard: Stella's replies come back through a simulated
-speaker -> microphone path, and a simulated user talks over some of them.
+"""A simulated conversation for barge-in and echo cancellation: Stella's replies come back
+through a simulated speaker -> microphone path (a room), and a simulated user talks over some.
 
-Typed questions get scripted replies (no server: the guard is under test, not the model),
+Typed questions get scripted replies (no server: the echo path is under test, not the model),
 spoken by the real voice and played into out.wav; the echo path feeds out.wav back into the
-input. Every `talk_every`-th reply, the user starts speaking half a second into it. A barge-in
-within a second of such an onset is a hit; any other barge-in is false; an onset without one is
-a miss. Used by tests/voice/test_echo_guard.py and tests/bench/bargein_echo.py.
+input. Every `talk_every`-th reply, the user starts speaking half a second into it, with the
+next of `clips` (piper's joe — Stella's own voice — or an espeak-ng voice). A barge-in by speech
+that began within a second of such an onset is a hit; any other barge-in is false; an onset without one is a miss.
+What was transcribed of each talk-over is kept, to compare with the same clip heard in silence.
+`TUNING` clips are for tests and for tuning; `HELD_OUT` ones only for the benchmark's figures.
+Used by tests/voice/test_echo_guard.py and tests/bench/bargein_echo.py.
 """
 
 from __future__ import annotations
@@ -19,7 +22,14 @@ import numpy as np
 from sidecar.clock import Clock
 from sidecar.config import AppConfig
 from sidecar.events import EventLog
-from sidecar.frames import AudioOutFrame, HeardFrame, InterruptionFrame, UserTextFrame
+from sidecar.frames import (
+    AudioOutFrame,
+    HeardFrame,
+    InterruptionFrame,
+    SpeechStartedFrame,
+    UserTextFrame,
+    UserTurnFrame,
+)
 from sidecar.loop import Engines, build
 from sidecar.voice.audio import RATE
 from sidecar.voice.capture import FileSource
@@ -27,7 +37,7 @@ from sidecar.voice.echo import EchoPath
 from sidecar.voice.playback import FileOutput
 
 from .harness import ScriptedLink
-from .speech import load, noise, save
+from .speech import espeak, load, noise, save
 
 REPLIES = [
     "Sure, I can help with that. Let me think about it for a moment.",
@@ -38,20 +48,60 @@ REPLIES = [
     "Let me tell you a secret. I practise my jokes when nobody is listening.",
     "The moon is about three hundred eighty thousand kilometres away from the earth.",
 ]
-USER = ["What time is it?", "Hold on, I have a question.", "Can you say that again?", "Tell me about Paris.",
-        "Wait a moment please.", "Do you like music?", "How far is the moon?"]
+
+
+@dataclass(frozen=True)
+class Clip:
+    voice: str  # "piper" (joe, Stella's own voice) or an espeak-ng voice
+    text: str
+
+
+TUNING = [Clip("piper", "What time is it?"), Clip("en-us", "Hold on, I have a question."),
+          Clip("piper", "Can you say that again?"), Clip("en-gb", "Tell me about Paris."),
+          Clip("piper", "Wait a moment please."), Clip("en-us+f3", "Do you like music?"),
+          Clip("piper", "How far is the moon?")]
+HELD_OUT = [Clip("piper", "Where do penguins live?"), Clip("en-us", "Stop, what is the weather like tomorrow?"),
+            Clip("piper", "Actually, tell me a joke instead."), Clip("en-gb-scotland", "Who wrote that book?"),
+            Clip("en-us+f4", "Please play some quiet music."), Clip("piper", "How old is the universe?"),
+            Clip("en-gb", "Never mind, set a timer for ten minutes."),
+            Clip("en-us+m3", "What is your favourite colour?"),
+            Clip("piper", "Can dogs see colours?"), Clip("en-us+f3", "Hang on, how tall is Mount Everest?")]
+
+
+def speak(piper, clip: Clip, level: float = 0.5) -> np.ndarray:  # noqa: ANN001
+    """The clip's words, peak about `level`, 16 kHz."""
+    return piper(clip.text, level=level) if clip.voice == "piper" else espeak(clip.text, voice=clip.voice, level=level)
+
+
+def in_silence(engines: Engines, piper, clips: list[Clip]) -> dict[Clip, str]:  # noqa: ANN001
+    """Each clip transcribed alone, over the same quiet room noise as the conversation."""
+    heard = {}
+    for clip in clips:
+        audio = speak(piper, clip)
+        heard[clip] = engines.transcriber(audio + noise(len(audio) / RATE, level=0.002)[:len(audio)])
+    return heard
 
 
 @dataclass
 class Outcome:
     replies: int = 0  # replies that were heard (at least their first sentence)
+    in_full: int = 0  # replies heard to the end
     onsets: list[float] = field(default_factory=list)  # when the user started talking over one
-    barge_ins: list[float] = field(default_factory=list)
+    said: list[Clip] = field(default_factory=list)  # what the user said at each onset
+    ends: list[float] = field(default_factory=list)  # when each of those clips ended
+    heard: dict[int, str] = field(default_factory=dict)  # onset index -> the transcript of its user turn
+    barge_ins: list[float] = field(default_factory=list)  # where in the audio the speech that cut her off began
     stop_ms: list[float] = field(default_factory=list)  # onset -> silence in out.wav
 
     @property
     def false(self) -> list[float]:
-        return [b for b in self.barge_ins if not any(o <= b <= o + 1.0 for o in self.onsets)]
+        """Barge-ins by speech that began while the user was silent: her own voice.
+
+        (A clip with a pause — "Never mind, set a timer" — may end one turn at the comma and cut
+        off the reply to it with the rest: that is the user talking, not her echo.)
+        """
+        talking = list(zip(self.onsets, self.ends, strict=True))
+        return [b for b in self.barge_ins if not any(o <= b <= e + 0.3 for o, e in talking)]
 
     @property
     def missed(self) -> list[float]:
@@ -71,8 +121,8 @@ def playback_stop(out: np.ndarray, after: float, quiet_s: float = 0.3) -> float:
 
 
 def simulate(config: AppConfig, engines: Engines, piper, folder: Path, *, replies: int, talk_every: int,
-             echo: tuple[float, float], user_level: float = 0.5) -> Outcome:
-    """Run the conversation; `echo` = (delay ms, gain dB) of the speaker -> microphone path."""
+             echo: tuple[float, float, float], clips: list[Clip] = TUNING, user_level: float = 0.5) -> Outcome:
+    """Run the conversation; `echo` = (delay ms, gain dB, RT60 ms) of the speaker -> microphone room."""
     outcome = Outcome()
     room = save(folder / "room.wav", noise(2.0, level=0.002))
     path = EchoPath(*echo)
@@ -83,6 +133,7 @@ def simulate(config: AppConfig, engines: Engines, piper, folder: Path, *, replie
     events = EventLog(folder / "events.jsonl")
     seen: set[tuple[str, int]] = set()
     asked = 1
+    speech_start = 0.0  # the audio time of the last speech onset (what a barge-in answers to)
 
     def once(kind: str, turn: int) -> bool:
         if (kind, turn) in seen:
@@ -91,19 +142,31 @@ def simulate(config: AppConfig, engines: Engines, piper, folder: Path, *, replie
         return True
 
     def observe(processor, frame, direction) -> None:
-        nonlocal asked
-        if isinstance(frame, AudioOutFrame) and frame.index == 0 and once("reply", frame.turn):
+        nonlocal asked, speech_start
+        if isinstance(frame, SpeechStartedFrame):
+            speech_start = frame.t
+        elif isinstance(frame, AudioOutFrame) and frame.index == 0 and once("reply", frame.turn):
             outcome.replies += 1
             if outcome.replies % talk_every == 0:
                 onset = max(frame.t + 0.5, source.position + 0.05)
-                source.insert(piper(USER[len(outcome.onsets) % len(USER)], level=user_level), onset)
+                clip = clips[len(outcome.onsets) % len(clips)]
+                audio = speak(piper, clip, user_level)
+                source.insert(audio, onset)
                 outcome.onsets.append(onset)
+                outcome.ends.append(onset + len(audio) / RATE)
+                outcome.said.append(clip)
         elif isinstance(frame, InterruptionFrame) and frame.reason == "barge_in" and once("barge_in", id(frame)):
-            outcome.barge_ins.append(frame.t)
-        elif isinstance(frame, HeardFrame) and not frame.interrupted and once("heard", frame.turn) \
-                and asked < replies:
-            asked += 1  # the user asks the next question once Stella has answered the last one
-            asyncio.ensure_future(processor.pipeline.queue(UserTextFrame(text=f"Question {asked}?")))
+            outcome.barge_ins.append(speech_start)  # not when it was decided: a loaded machine may lag
+        elif isinstance(frame, UserTurnFrame) and frame.source == "voice" and once("user", frame.turn):
+            spoken = [k for k, o in enumerate(outcome.onsets) if o <= (frame.speech_end or 0.0)]
+            if spoken:  # the user only speaks over replies: this is (part of) the latest talk-over
+                k = spoken[-1]
+                outcome.heard[k] = f"{outcome.heard[k]} {frame.text}" if k in outcome.heard else frame.text
+        elif isinstance(frame, HeardFrame) and not frame.interrupted and once("heard", frame.turn):
+            outcome.in_full += 1
+            if asked < replies:
+                asked += 1  # the user asks the next question once Stella has answered the last one
+                asyncio.ensure_future(processor.pipeline.queue(UserTextFrame(text=f"Question {asked}?")))
 
     async def session() -> None:
         pipeline = build(config, engines, source, output, link, Clock(), observers=[observe, events])

@@ -88,3 +88,8 @@ def heard_fraction(expected: str, heard: str) -> float:
         return 1.0
     found = sum(1 for w in want if any(edit_distance(w, g) <= (1 if len(w) >= 4 else 0) for g in got))
     return found / len(want)
+
+
+def word_errors(reference: str, heard: str) -> int:
+    """Words substituted, dropped or added in `heard` (Levenshtein distance over words)."""
+    return edit_distance(words(reference), words(heard))

@@ -72,6 +72,9 @@ def say(env: dict[str, str], mic: str, audio) -> None:  # noqa: ANN001
                    input=to_int16(resample(audio, RATE, PULSE_RATE)).tobytes(), env=env, check=True, timeout=30)
 
 
+# twenty spoken turns in real time, each with whisper, the model and piper: 400 s at load 8 on the
+# shared 2-core machine, past the suite's 600 s limit at load 13 (the turns are slower, not wrong)
+@pytest.mark.timeout(1800)
 def test_stellas_own_voice_through_the_microphone_never_interrupts_her_and_the_user_still_does(
         pulseaudio, gateway, piper, subprocess_env, tmp_path):
     env = {**subprocess_env, "PULSE_SERVER": pulseaudio.env["PULSE_SERVER"]}
@@ -94,15 +97,23 @@ def test_stellas_own_voice_through_the_microphone_never_interrupts_her_and_the_u
                 heard_in_full += any(e["type"] == "audio_out" and e["turn"] == i for e in seen)
             false = [e["t"] for e in events(log) if e["type"] == "interruption"]
 
-            # the user talks over the next reply, without the wake word
-            say(env, pulseaudio.mic, concat(silence(0.3), piper("Hey Jarvis."), silence(0.2),
-                                            piper("Tell me a long story about a dragon.")))
-            wait_until(log, proc, "Stella speaking", lambda s: any(
-                e["type"] == "speaking" and e["speaking"] and e["turn"] == REPLIES + 1 for e in s), 60)
-            time.sleep(0.4)
-            say(env, pulseaudio.mic, piper("Where do penguins live?"))
-            seen = wait_until(log, proc, "the talk-over answered", lambda s: any(
-                e["type"] == "user_turn" and e["turn"] == REPLIES + 2 for e in s), 60)
+            # the user talks over the next reply, without the wake word; the small model sometimes
+            # answers "I don't know." and is done before the user has started (the remark is then
+            # a turn of its own, inside the wake word's window): then ask again
+            for _ in range(3):
+                turn = sum(e["type"] == "user_turn" for e in events(log)) + 1
+                say(env, pulseaudio.mic, concat(silence(0.3), piper("Hey Jarvis."), silence(0.2),
+                                                piper("Tell me a long story about a dragon.")))
+                wait_until(log, proc, "Stella speaking", lambda s, n=turn: any(
+                    e["type"] == "speaking" and e["speaking"] and e["turn"] == n for e in s), 60)
+                time.sleep(0.4)
+                say(env, pulseaudio.mic, piper("Where do penguins live?"))
+                seen = wait_until(log, proc, "the talk-over answered", lambda s, n=turn: any(
+                    e["type"] == "user_turn" and e["turn"] == n + 1 for e in s), 60)
+                if any(e["type"] == "heard" and e["turn"] == turn and e["interrupted"] for e in seen):
+                    break
+                wait_until(log, proc, "the remark answered", lambda s, n=turn: any(
+                    e["type"] == "turn_end" and e["turn"] == n + 1 for e in s), 60)
             proc.send_signal(signal.SIGINT)
             assert proc.wait(30) == 0, log.with_suffix(".log").read_text()[-3000:]
         finally:
@@ -113,7 +124,7 @@ def test_stellas_own_voice_through_the_microphone_never_interrupts_her_and_the_u
     assert heard_in_full == REPLIES
     assert false == [], f"Stella's own voice interrupted her at {false}"
     assert [e["reason"] for e in seen if e["type"] == "interruption"] == ["barge_in"], "the user was not heard"
-    talk_over = next(e for e in seen if e["type"] == "user_turn" and e["turn"] == REPLIES + 2)
-    # heard over the tail of Stella's own voice (the echo of the words she was cut off in), so
-    # whisper tiny may miss a word or two: "How are you penguins life?" was one such transcript
-    assert heard_fraction("where do penguins live", talk_over["text"]) >= 0.5, talk_over
+    talk_over = next(e for e in seen if e["type"] == "user_turn" and e["turn"] == turn + 1)
+    # transcribed from the echo-cancelled microphone: none of Stella's words in it
+    print(f"the talk-over was heard as {talk_over['text']!r}")
+    assert heard_fraction("where do penguins live", talk_over["text"]) >= 0.75, talk_over

@@ -1,6 +1,7 @@
-"""The echo guard: Stella's own voice, heard back through the microphone, never interrupts her;
-the user talking over her does. Simulated speaker -> microphone path (50 ms, 12 dB down),
-scripted replies spoken by the real voice, real VAD."""
+"""The echo canceller and guard: Stella's own voice, heard back through the microphone, never
+interrupts her; the user talking over her does, and is understood. Simulated room (50 ms to the
+direct sound, 6 dB down in all, a 250 ms reverb tail), scripted replies spoken by the real
+voice, real AEC, VAD and whisper."""
 
 from __future__ import annotations
 
@@ -11,15 +12,21 @@ from sidecar.config import AppConfig
 from sidecar.frames import PlaybackLevelsFrame
 from sidecar.voice.bargein import EchoGuard
 
-from .simulate import simulate
+from .simulate import in_silence, simulate
+from .speech import word_errors, words
 
 
-def test_over_twenty_replies_only_the_user_interrupts(engines, piper, tmp_path):
-    outcome = simulate(AppConfig(), engines, piper, tmp_path, replies=24, talk_every=6, echo=(50.0, -12.0))
-    assert outcome.replies >= 24, "20 replies heard in full, 4 talked over (then answered)"
+def test_over_twenty_replies_only_the_user_interrupts_and_what_they_say_over_her_is_understood(
+        engines, piper, tmp_path):
+    outcome = simulate(AppConfig(), engines, piper, tmp_path, replies=24, talk_every=6, echo=(50.0, -6.0, 250.0))
+    assert outcome.in_full >= 20, "20 replies heard in full, 4 talked over (then answered)"
     assert len(outcome.onsets) == 4
     assert outcome.false == [], f"Stella's own voice interrupted her at {outcome.false}"
     assert outcome.missed == [], f"the user talked over Stella at {outcome.missed} and was not heard"
+    silent = in_silence(engines, piper, outcome.said)
+    said = [(silent[clip], outcome.heard.get(k, "")) for k, clip in enumerate(outcome.said)]
+    errors = sum(word_errors(alone, over_her) for alone, over_her in said)
+    assert errors <= 0.1 * sum(len(words(alone)) for alone, _ in said), f"heard alone, over her voice: {said}"
 
 
 def guard() -> EchoGuard:
@@ -50,3 +57,40 @@ def test_the_coupling_is_learnt_from_stella_speaking(ratio_db, expected):
     window = np.full(512, 0.1 * 10 ** (ratio_db / 20), np.float32)
     got = [g.gate(window, 1.5 + 0.032 * k, 0.9) for k in range(2)]
     assert got[-1] == expected
+
+
+def test_the_windows_in_a_row_above_her_echo_are_the_users_onset_whatever_the_vad_said():
+    """What the pre-roll of a talk-over keeps: the quiet start of a syllable, not her echo."""
+    g = guard()
+    g.reference(PlaybackLevelsFrame(start=0.0, hop=0.02, rms=np.full(100, 0.3, np.float32)))  # -10 dB
+    echo, onset, vowel = (np.full(512, a, np.float32) for a in (0.2, 0.7, 0.9))
+    for k in range(3):
+        g.gate(echo, 0.032 * k, 0.9)  # her echo: never the user's, however speech-like
+    assert g.user_run == 0
+    g.gate(onset, 0.1, 0.2)  # louder than her echo can be, the VAD not yet sure
+    g.gate(onset, 0.132, 0.4)
+    assert g.user_run == 2
+    assert [g.gate(vowel, 0.164 + 0.032 * k, 0.9) for k in range(2)] == [0.0, 0.9]
+    assert g.user_run == 4, "the pre-roll keeps the three windows before the onset's last"
+
+
+def test_the_canceller_is_never_trusted_below_the_floor():
+    """After a second of residue 40 dB under what plays, speech 16 dB under it is still taken for
+    her echo (a path jump lets that much through), speech 10 dB under it is the user."""
+    g = EchoGuard(threshold=0.5, margin_db=6.0, max_delay_s=0.2, prior_coupling_db=0.0, windows=2, floor_db=-20.0)
+    g.reference(PlaybackLevelsFrame(start=0.0, hop=0.02, rms=np.full(200, 0.1, np.float32)))
+    for k in range(40):
+        g.gate(np.full(512, 0.001, np.float32), 0.032 * k, 0.9)  # -40 dB: a well-converged canceller
+    assert g.coupling_db == -20.0
+    for level_db, expected in ((-16.0, 0.0), (-10.0, 0.9)):
+        window = np.full(512, 0.1 * 10 ** (level_db / 20), np.float32)
+        assert [g.gate(window, 1.5 + 0.032 * k, 0.9) for k in range(2)][-1] == expected, level_db
+
+
+def test_the_floor_decides_barge_in_but_the_pre_roll_keeps_what_is_above_her_usual_echo():
+    g = EchoGuard(threshold=0.5, margin_db=6.0, max_delay_s=0.2, prior_coupling_db=0.0, windows=2, floor_db=-20.0)
+    g.reference(PlaybackLevelsFrame(start=0.0, hop=0.02, rms=np.full(200, 0.1, np.float32)))
+    for k in range(40):
+        g.gate(np.full(512, 0.001, np.float32), 0.032 * k, 0.1)  # -40 dB: a well-converged canceller
+    g.gate(np.full(512, 0.1 * 10 ** (-25 / 20), np.float32), 1.5, 0.2)  # a quiet onset, 25 dB under what plays
+    assert g.user_run == 1, "above her usual echo: kept in the pre-roll"
