@@ -2,7 +2,7 @@
 and llama-server, with Stella's own voice echoed back into the microphone.
 
 One session, several checks: playback stops within 150 ms of the user's first sound (out.wav
-and in.wav share a timeline), the server's slot is free within a second, the interrupting
+and in.wav share a timeline), the server stops generating the cut reply, the interrupting
 question is answered, the next request's history holds only what was heard (marked), and the
 mouth levels follow the audio actually played.
 """
@@ -10,6 +10,7 @@ mouth levels follow the audio actually played.
 from __future__ import annotations
 
 import asyncio
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -47,12 +48,13 @@ class RecordingConversation(Conversation):
 
 
 class SlotWatch:
-    """Polls llama-server's /slots every 20 ms in a thread: (monotonic time, any slot busy)."""
+    """Polls llama-server in a thread every 20 ms: (monotonic time, any slot busy, tokens generated
+    so far by its /metrics counter), so a test can tell how much it generated after a moment."""
 
     def __init__(self, url: str, headers: dict[str, str]) -> None:
         self.url = url
         self.headers = headers
-        self.samples: list[tuple[float, bool]] = []
+        self.samples: list[tuple[float, bool, int]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
 
@@ -69,8 +71,11 @@ class SlotWatch:
             while not self._stop.is_set():
                 asked = time.monotonic()
                 slots = http.get(self.url + "/slots", headers=self.headers).json()
-                # the answer describes the slots at some moment between question and answer
-                self.samples.append(((asked + time.monotonic()) / 2, any(s["is_processing"] for s in slots)))
+                metrics = http.get(self.url + "/metrics", headers=self.headers).text
+                predicted = int(float(re.search(r"^llamacpp:tokens_predicted_total (\S+)$", metrics, re.M)[1]))
+                # the answers describe the server at some moment between question and answer
+                busy = any(s["is_processing"] for s in slots)
+                self.samples.append(((asked + time.monotonic()) / 2, busy, predicted))
                 time.sleep(0.02)
 
 
@@ -81,7 +86,7 @@ class Session:
     out: np.ndarray
     onset: float  # the interrupting question's first sound in in.wav
     interrupted_at: float  # monotonic time of the barge-in decision
-    slots: list[tuple[float, bool]]
+    slots: list[tuple[float, bool, int]]  # (time, busy, tokens generated so far)
     requests: list[list[dict[str, str]]]
 
 
@@ -142,13 +147,15 @@ def test_talking_over_the_reply_stops_playback_within_150_ms(session):
     assert first(session.events, "interruption", reason="barge_in")["t"] >= session.onset, "not before the user spoke"
 
 
-def test_the_cancelled_reply_frees_the_llama_server_slot_within_a_second(session):
+def test_the_cancelled_reply_stops_generating_on_the_llama_server(session):
+    """Judged by what the server did, not by a clock (the machine is shared): after the barge-in
+    its slot goes idle having generated a few more tokens, far from the 400 the reply could take."""
     if first(session.events, "reply_done", turn=1)["reason"] != "cancelled":
         pytest.skip("the model ended its reply before the user cut in: there was no generation to cancel")
-    before = [busy for t, busy in session.slots if t <= session.interrupted_at]
-    assert before and before[-1], "the slot must have been busy with the reply"
-    freed = next(t for t, busy in session.slots if t > session.interrupted_at and not busy)
-    assert freed - session.interrupted_at < 1.0, freed - session.interrupted_at
+    before = [(busy, made) for t, busy, made in session.slots if t <= session.interrupted_at]
+    assert before and before[-1][0], "the slot must have been busy with the reply"
+    freed = next(made for t, busy, made in session.slots if t > session.interrupted_at and not busy)
+    assert freed - before[-1][1] < 100, f"{freed - before[-1][1]} tokens generated after the barge-in"
 
 
 def test_the_interrupting_question_is_transcribed_and_answered(session):
