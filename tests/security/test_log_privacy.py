@@ -74,7 +74,7 @@ def test_a_voice_session_at_the_default_level_logs_no_word_said_and_no_reply(lla
     assert private_found(sidecar_log + gateway_log, turn["text"], reply) == []
     # ... although both tell the session at INFO.
     assert re.search(r"INFO .*heard \d+ chars", sidecar_log) and "event {\"type\": \"user_turn\"" in sidecar_log
-    assert re.search(r"INFO .*session \w+ opened", gateway_log)
+    assert re.search(r"INFO .*session \S+ opened", gateway_log)
     assert DEBUG_WARNING not in sidecar_log + gateway_log
 
 
