@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import re
 import time
 from collections.abc import AsyncIterator
 
@@ -30,6 +29,7 @@ from remote_api.upstream import (
     UpstreamPool,
 )
 from tests.fakes.llama_server import TOKENS, FakeLlamaServer
+from tests.helpers import tokens_predicted
 
 HELLO = ChatRequest(messages=[{"role": "user", "content": "Say hello."}], max_tokens=16)
 APIS = ["chat", "completion"]
@@ -419,7 +419,7 @@ def test_real_server_frees_the_slot_when_the_stream_is_closed(llama_server, api)
 
             async def predicted() -> int:
                 metrics = (await probe.get(llama_server.url + "/metrics", headers=llama_server.headers)).text
-                return int(float(re.search(r"^llamacpp:tokens_predicted_total (\S+)$", metrics, re.M)[1]))
+                return tokens_predicted(metrics)
 
             before = await predicted()
             stream = up.stream(COUNT)

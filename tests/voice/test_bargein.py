@@ -10,7 +10,6 @@ mouth levels follow the audio actually played.
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 import time
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from sidecar.conversation import INTERRUPTED, Conversation
 from sidecar.frames import AudioOutFrame, EndFrame, InterruptionFrame
 from sidecar.headless import Options, run, with_wake
 from sidecar.voice.audio import RATE
+from tests.helpers import tokens_predicted
 
 from .speech import concat, heard_fraction, load, save, silence, words
 from .test_headless import first, read_events
@@ -72,7 +72,7 @@ class SlotWatch:
                 asked = time.monotonic()
                 slots = http.get(self.url + "/slots", headers=self.headers).json()
                 metrics = http.get(self.url + "/metrics", headers=self.headers).text
-                predicted = int(float(re.search(r"^llamacpp:tokens_predicted_total (\S+)$", metrics, re.M)[1]))
+                predicted = tokens_predicted(metrics)
                 # the answers describe the server at some moment between question and answer
                 busy = any(s["is_processing"] for s in slots)
                 self.samples.append(((asked + time.monotonic()) / 2, busy, predicted))
