@@ -22,6 +22,7 @@ from sidecar.headless import Options, run, with_wake
 from sidecar.models.errors import ModelError
 from sidecar.pipeline import VoiceError
 from sidecar.voice.audio import AudioFileError
+from sidecar.workers import with_background_workers
 
 
 def _span(text: str) -> tuple[float, float]:
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     options = Options(audio_in=args.audio_in, audio_out=args.audio_out, events=args.events, texts=args.text,
                       push_to_talk=args.push_to_talk, fast=args.fast, echo=args.echo)
     try:
-        asyncio.run(run(config, options))
+        asyncio.run(with_background_workers(run(config, options), config.voice.work_nice))
     except (VoiceError, LinkError, ModelError, AudioFileError) as exc:
         print(f"stella: {exc}", file=sys.stderr)
         return 1

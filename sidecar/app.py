@@ -24,6 +24,7 @@ from sidecar.channel import ChannelError, Launch
 from sidecar.config import load_app_config
 from sidecar.engine.app import App, Options
 from sidecar.store import StoreConfig
+from sidecar.workers import with_background_workers
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     setup_logging(options.log_level or config.log_level)
     try:
-        asyncio.run(App(options, launch, config).run())
+        asyncio.run(with_background_workers(App(options, launch, config).run(), config.voice.work_nice))
     except ChannelError as exc:
         log.error("%s", exc)
         return 1

@@ -81,6 +81,9 @@ class VoiceConfig:
     aec: bool = True
     aec_filter_ms: int = 240  # rounded to whole capture blocks
     aec_max_delay_ms: int = 500
+    # How many steps below the audio threads (nice) whisper, piper and other blocking work run,
+    # so the sound devices' callbacks keep their deadlines on a busy machine (sidecar/workers.py).
+    work_nice: int = 5
 
     @property
     def whisper_threads(self) -> int:
@@ -97,6 +100,8 @@ class VoiceConfig:
                      "echo_delay_ms", "echo_margin_db", "volume_step_db"):
             if getattr(self, name) < 0:
                 raise ValueError(f"voice setting '{name}' must not be negative, got {getattr(self, name)}")
+        if not 0 <= self.work_nice <= 19:
+            raise ValueError(f"voice setting 'work_nice' must be 0-19, got {self.work_nice}")
         if not 20 <= self.aec_filter_ms <= 1000:
             raise ValueError(f"voice setting 'aec_filter_ms' must be 20-1000, got {self.aec_filter_ms}")
         if not 0 < self.aec_max_delay_ms <= 2000:

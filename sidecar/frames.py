@@ -110,6 +110,7 @@ class AudioFrame(DataFrame):
     interruptible: ClassVar[bool] = False
     pcm: np.ndarray
     rate: int
+    raw: np.ndarray | None = None  # after echo cancellation: the microphone as it was (the echo guard compares)
 
     @property
     def duration(self) -> float:

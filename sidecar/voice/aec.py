@@ -31,7 +31,7 @@ import soxr
 from sidecar.config import VoiceConfig
 from sidecar.frames import AudioFrame, Frame
 from sidecar.pipeline import Direction, Processor, VoiceError
-from sidecar.voice.audio import RATE, to_float, to_int16
+from sidecar.voice.audio import RATE, level_db, to_float, to_int16
 
 log = logging.getLogger(__name__)
 
@@ -284,5 +284,11 @@ class EchoCancel(Processor):
         if isinstance(frame, AudioFrame) and direction is Direction.DOWN:
             for t, block, rate in self.played.drain():
                 self.canceller.reference.add(t, block, rate)
-            frame = replace(frame, pcm=self.canceller.process(round(frame.t * RATE), frame.pcm))
+            frame = replace(frame, pcm=self.canceller.process(round(frame.t * RATE), frame.pcm), raw=frame.pcm)
+            if log.isEnabledFor(logging.DEBUG):  # the canceller's figures, block by block
+                c = self.canceller
+                ref = c.reference.read(round(frame.t * RATE) - c.shift, len(frame.pcm))
+                log.debug("aec t=%.3f mic=%.1f out=%.1f ref=%.1f shift=%.1fms delay=%s", frame.t,
+                          level_db(to_float(frame.raw)), level_db(to_float(frame.pcm)), level_db(ref),
+                          c.shift * 1000 / RATE, c.tracker.delay_s)
         await self.push(frame, direction)

@@ -77,3 +77,8 @@ def write_wav(path: Path, audio: np.ndarray, rate: int) -> None:
         w.setsampwidth(2)
         w.setframerate(rate)
         w.writeframes(to_int16(audio).tobytes())
+
+
+def level_db(x: np.ndarray) -> float:
+    """Mean-square level of float audio, in dB (full scale 0 dB; digital silence -120 dB)."""
+    return float(10 * np.log10(np.mean(np.square(x, dtype=np.float64)) + 1e-12))

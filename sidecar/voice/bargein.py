@@ -43,18 +43,27 @@ from sidecar.frames import (
     UtteranceFrame,
 )
 from sidecar.pipeline import Direction, Processor
-from sidecar.voice.audio import RATE
+from sidecar.voice.audio import RATE, level_db
 
 log = logging.getLogger(__name__)
 
 REFERENCE_FLOOR = 1e-6  # mean-square below this (-60 dBFS) plays as silence: nothing to echo
 MIN_HISTORY = 8  # windows (~0.25 s) of Stella's speech before the learnt coupling replaces the prior
 COUPLING_PERCENTILE = 95
+# The canceller is trusted on a reply once it has removed `PROOF_DB` on average over `PROOF_WINDOWS`
+# windows in a row of it; a pause of `REST_S` with nothing playing takes the trust away again.
+# Through PulseAudio the echo path moves by tens of ms between replies (seen: 19 -> 47 ms, 41 ->
+# 51 ms), and the filter then lets her voice through at the next reply's start until it has
+# re-adapted: judged against the residue it leaves when settled, that was a talk-over.
+PROOF_DB = 10.0
+PROOF_WINDOWS = 6
+REST_S = 1.0
 
 
 class EchoGuard:
     def __init__(self, *, threshold: float, margin_db: float, max_delay_s: float, prior_coupling_db: float,
-                 windows: int, floor_db: float = -60.0, hop_s: float = 0.02, history: int = 400) -> None:
+                 windows: int, floor_db: float = -60.0, hop_s: float = 0.02, history: int = 400,
+                 proof_db: float = PROOF_DB, rest_s: float = REST_S) -> None:
         self.threshold = threshold
         self.margin_db = margin_db
         self.max_delay_s = max_delay_s
@@ -64,9 +73,14 @@ class EchoGuard:
         self.hop_s = hop_s
         self._energy: dict[int, float] = {}  # hop index on the timeline -> mean square played then
         self._ratios: collections.deque[float] = collections.deque(maxlen=history)
+        self._raw_ratios: collections.deque[float] = collections.deque(maxlen=history)  # the same, uncancelled
         self._run = 0  # consecutive windows that were the user's voice (the last one included)
         self._clear = 0  # consecutive windows that were not her echo: louder than it can be, or nothing playing
         self.active = False  # the last window could have had Stella's echo in it
+        self.proof_db, self.rest_s = proof_db, rest_s
+        self.trusted = False  # the canceller has shown on this reply that it removes her echo
+        self._proof: collections.deque[float] = collections.deque(maxlen=PROOF_WINDOWS)  # dB it removed
+        self._quiet = 0.0  # seconds since anything played
 
     def reference(self, frame: PlaybackLevelsFrame) -> None:
         first = self._hop(frame.start)
@@ -96,22 +110,53 @@ class EchoGuard:
             return self.prior_db
         return float(np.percentile(self._ratios, COUPLING_PERCENTILE))
 
-    def gate(self, window: np.ndarray, t: float, probability: float) -> float:
-        """The VAD probability of the window at `t`, or 0 if it is only Stella's echo."""
+    def gate(self, window: np.ndarray, t: float, probability: float, raw: np.ndarray | None = None) -> float:
+        """The VAD probability of the window at `t`, or 0 if it is only Stella's echo. `raw` is
+        the same window before echo cancellation, when `window` is cancelled."""
         reference = self._echo_reference(t, len(window) / RATE)
         self.active = reference >= REFERENCE_FLOOR
         if not self.active:
             self._run = 0
             self._clear += 1
+            self._quiet += len(window) / RATE
+            if self._quiet >= self.rest_s:  # a new reply: the path may have moved meanwhile
+                self.trusted = False
+                self._proof.clear()
             return probability
-        energy = float(np.mean(np.square(window, dtype=np.float64))) + 1e-12
-        ratio_db = 10 * np.log10(energy / reference)
+        ratio_db = level_db(window) - 10 * np.log10(reference)
+        raw_db = ratio_db if raw is None else level_db(raw) - 10 * np.log10(reference)
+        self._quiet = 0.0
+        if raw is not None and not self.trusted:
+            self._proof.append(raw_db - ratio_db)
+            self.trusted = len(self._proof) == self._proof.maxlen and float(np.mean(self._proof)) >= self.proof_db
         self._clear = self._clear + 1 if ratio_db > self.residue_db + self.margin_db else 0
-        user = probability >= self.threshold and ratio_db > self.coupling_db + self.margin_db
+        user = probability >= self.threshold and ratio_db > self.allowed_db + self.margin_db
         if not user:  # learn the coupling from echo only: the user talking over it is not echo
             self._ratios.append(ratio_db)
+            self._raw_ratios.append(raw_db)
         self._run = self._run + 1 if user else 0
+        if log.isEnabledFor(logging.DEBUG):  # the decision's figures, window by window
+            log.debug("guard t=%.3f p=%.2f cleaned=%.1f raw=%.1f allowed=%.1f residue=%.1f raw_coupling=%.1f run=%d",
+                      t, probability, ratio_db, raw_db, self.allowed_db, self.residue_db, self.raw_coupling_db,
+                      self._run)
+        if self._run == self.windows:
+            log.info("echo guard: the user's voice at %.2f s, %.1f dB over what is played (cleaned; %.1f dB as heard), "
+                     "her echo allowed %.1f dB (raw %.1f dB, cancelled %s)", t, ratio_db, raw_db,
+                     self.allowed_db, self.raw_coupling_db, "yes" if self.trusted else "not yet")
         return probability if self._run >= self.windows else 0.0
+
+    @property
+    def allowed_db(self) -> float:
+        """The echo a window may hold and still be only hers: what the canceller leaves once it
+        has shown, on this reply, that it cancels; until then, her echo as the microphone hears it."""
+        return self.coupling_db if self.trusted else max(self.coupling_db, self.raw_coupling_db)
+
+    @property
+    def raw_coupling_db(self) -> float:
+        """How loud her echo is before cancellation (the room's coupling as learnt)."""
+        if len(self._raw_ratios) < MIN_HISTORY:
+            return self.prior_db
+        return float(np.percentile(self._raw_ratios, COUPLING_PERCENTILE))
 
     def _echo_reference(self, t: float, duration: float) -> float:
         """The loudest level played between `max_delay_s` before the window and its end."""

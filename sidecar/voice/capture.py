@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import soxr
 
+from sidecar.clock import Steer
 from sidecar.frames import AudioFrame, EndFrame, Frame, InputStartedFrame, PushToTalkFrame
 from sidecar.pipeline import Direction, Source, VoiceError
 from sidecar.voice.audio import RATE, read_wav, resample, to_float, to_int16
@@ -189,7 +190,8 @@ class DeviceSource(Source):
     async def produce(self) -> None:
         converter = None if self._rate == RATE else soxr.ResampleStream(self._rate, RATE, 1, dtype="float32")
         pending = np.zeros(0, np.int16)
-        n = reported = 0
+        n = reported = delivered = 0
+        steer = Steer()  # the timeline follows this device's samples, not the computer's clock
         while not self._ended:
             timeout = self.stall_s if self.clock.started else self.first_block_s
             try:
@@ -205,6 +207,8 @@ class DeviceSource(Source):
             if not self.clock.started:  # t = 0 is the first sample the device delivered
                 self.clock.start(time.monotonic() - len(got) / self._rate)
                 await self.push(InputStartedFrame(device=self.device_name, rate=self._rate, t=0.0))
+            delivered += len(got)
+            self.clock.slew(steer.feed(self.clock.now(), delivered / self._rate))
             if converter is not None:
                 got = to_int16(converter.resample_chunk(got.astype(np.float32) / 32768.0))
             pending = np.concatenate([pending, got])

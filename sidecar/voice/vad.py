@@ -183,6 +183,7 @@ class Endpointer(Processor):
         self.guard = guard
         self._over_playback = False  # the current speech started while Stella was speaking
         self._buf = np.zeros(0, np.float32)
+        self._raw = np.zeros(0, np.float32)  # the same samples before echo cancellation
         self._buf_t = 0.0
 
     async def start(self) -> None:
@@ -196,12 +197,15 @@ class Endpointer(Processor):
             if len(self._buf) == 0:
                 self._buf_t = frame.t
             self._buf = np.concatenate([self._buf, frame.pcm.astype(np.float32) / 32768.0])
+            raw = frame.pcm if frame.raw is None else frame.raw
+            self._raw = np.concatenate([self._raw, raw.astype(np.float32) / 32768.0])
             while len(self._buf) >= WINDOW:
                 window, self._buf = self._buf[:WINDOW], self._buf[WINDOW:]
+                heard, self._raw = self._raw[:WINDOW], self._raw[WINDOW:]
                 t, self._buf_t = self._buf_t, self._buf_t + WINDOW_S
                 probability = self.vad(window)
                 if self.guard is not None and not self._over_playback:
-                    probability = self.guard.gate(window, t, probability)
+                    probability = self.guard.gate(window, t, probability, raw=heard)
                     if self.guard.active and probability >= self.segmenter.threshold and not self.segmenter.speaking:
                         self.segmenter.trim_preroll(self.guard.user_run - 1)  # the guard's, not her echo
                         self._over_playback = True

@@ -94,3 +94,37 @@ def test_the_floor_decides_barge_in_but_the_pre_roll_keeps_what_is_above_her_usu
         g.gate(np.full(512, 0.001, np.float32), 0.032 * k, 0.1)  # -40 dB: a well-converged canceller
     g.gate(np.full(512, 0.1 * 10 ** (-25 / 20), np.float32), 1.5, 0.2)  # a quiet onset, 25 dB under what plays
     assert g.user_run == 1, "above her usual echo: kept in the pre-roll"
+
+
+def _level(db_under: float) -> np.ndarray:
+    """A window `db_under` dB relative to what plays in the tests below (rms 0.1)."""
+    return np.full(512, 0.1 * 10 ** (db_under / 20), np.float32)
+
+
+def test_after_a_pause_the_canceller_must_show_again_that_it_cancels_before_it_is_trusted():
+    """Reply 1: her echo reaches the microphone 12 dB down, the canceller leaves -40 dB. Then a
+    pause; meanwhile the echo path moved, and reply 2's first windows come through uncancelled:
+    her echo, not the user (without the proof they were taken for a talk-over: -12 > -20 + 6).
+    The user, louder than her uncancelled echo, is heard even then; once the canceller cancels
+    again, a user under her echo is heard too."""
+    g = EchoGuard(threshold=0.5, margin_db=6.0, max_delay_s=0.2, prior_coupling_db=0.0, windows=2, floor_db=-20.0)
+    g.reference(PlaybackLevelsFrame(start=0.0, hop=0.02, rms=np.full(100, 0.1, np.float32)))  # reply 1: 2 s
+    for k in range(50):
+        g.gate(_level(-40), 0.032 * k, 0.9, raw=_level(-12))
+    assert g.trusted and g.allowed_db == -20.0
+    for k in range(60):  # 2 s with nothing playing (its echo delay past)
+        g.gate(_level(-90), 2.3 + 0.032 * k, 0.0, raw=_level(-90))
+    assert not g.trusted
+    start = 4.3
+    g.reference(PlaybackLevelsFrame(start=start, hop=0.02, rms=np.full(300, 0.1, np.float32)))  # reply 2: 6 s
+    leak = [g.gate(_level(-12), start + 0.032 * k, 0.9, raw=_level(-12)) for k in range(4)]
+    assert leak == [0.0] * 4, "her uncancelled echo at a reply's start is not a talk-over"
+    loud = [g.gate(_level(0), start + 0.2 + 0.032 * k, 0.9, raw=_level(0)) for k in range(2)]
+    assert loud[-1] == 0.9, "a user louder than her echo as heard is heard before the canceller settles"
+    for k in range(8):
+        g.gate(_level(-40), start + 0.5 + 0.032 * k, 0.9, raw=_level(-12))
+    assert g.trusted
+    for k in range(100):  # the leak it learnt as her echo ages out of the coupling's percentile
+        g.gate(_level(-40), start + 0.8 + 0.032 * k, 0.9, raw=_level(-12))
+    quiet = [g.gate(_level(-10), start + 4.2 + 0.032 * k, 0.9, raw=_level(-8)) for k in range(2)]
+    assert quiet[-1] == 0.9, "once it cancels, a user quieter than her echo is heard"
