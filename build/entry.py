@@ -79,8 +79,8 @@ def provision_missing_models(argv: list[str]) -> None:
         return
     from tqdm import tqdm
 
-    from sidecar.models.errors import ModelError
-    from sidecar.models.provision import Models, default_specs
+    from remote_api.shared.models.errors import ModelError
+    from remote_api.shared.models.provision import Models, default_specs
 
     models = Models()
     kinds = {"asr", "tts", "wake"} | ({"llm"} if _uses_embedded_server(argv) else set())

@@ -168,7 +168,7 @@ def check_speech(args: argparse.Namespace) -> str:
 
 
 def check_models(args: argparse.Namespace) -> str:
-    from sidecar.models.provision import Models, default_specs
+    from remote_api.shared.models.provision import Models, default_specs
 
     models = Models()
     bad, good = [], []

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import IO, Literal
 
-from remote_api.processes import die_with_parent, stop_process
+from remote_api.shared.processes import die_with_parent, stop_process
 from sidecar.channel import PORT_LINE, Launch
 
 log = logging.getLogger(__name__)

@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from remote_api.config import ConfigError
-from remote_api.logs import setup_logging
+from remote_api.shared.logs import setup_logging
 from sidecar.channel import ChannelError, Launch
 from sidecar.config import load_app_config
 from sidecar.engine.app import App, Options

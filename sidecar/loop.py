@@ -16,12 +16,12 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from remote_api.shared.models.errors import ModelError
+from remote_api.shared.models.provision import Models
 from sidecar.clock import Clock
 from sidecar.config import AppConfig, VoiceConfig
 from sidecar.conversation import Conversation
 from sidecar.intents import Intents, Outfit, OutfitTags, load_catalogue
-from sidecar.models.errors import ModelError
-from sidecar.models.provision import Models
 from sidecar.pipeline import Observer, Pipeline, Processor, Source, VoiceError
 from sidecar.reply import ChatLink, Reply
 from sidecar.voice.addressing import TurnTaker, WakeGate

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from remote_api.shared.models.errors import ModelError
 from sidecar.channel import Event
 from sidecar.clock import Clock
 from sidecar.config import AppConfig
@@ -20,7 +21,6 @@ from sidecar.engine.settings import wake_label
 from sidecar.frames import EndFrame
 from sidecar.intents import Intents, OutfitTags
 from sidecar.loop import Engines, build
-from sidecar.models.errors import ModelError
 from sidecar.pipeline import Observer, Pipeline, Source, VoiceError
 from sidecar.reply import Reply
 from sidecar.voice.addressing import TurnTaker

@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from remote_api.processes import free_port  # noqa: E402
+from remote_api.shared.processes import free_port  # noqa: E402
 from tests import services  # noqa: E402
 from tests.desktop import screen  # noqa: E402
 from tests.desktop.processes import alive, descendants  # noqa: E402

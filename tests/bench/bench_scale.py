@@ -36,9 +36,9 @@ from remote_api.client import Done, LinkClient, Token  # noqa: E402
 from remote_api.credentials import TokenSource, find_local_credentials  # noqa: E402
 from remote_api.envelope import Type  # noqa: E402
 from remote_api.link_config import LinkConfig  # noqa: E402
-from remote_api.processes import free_port, running  # noqa: E402
 from remote_api.protocol import LinkProtocol, PlainCodec, Role  # noqa: E402
 from remote_api.seal import SealCodec  # noqa: E402
+from remote_api.shared.processes import free_port, running  # noqa: E402
 
 OUT = Path(__file__).with_name("scale_results.md")
 TOKEN_INTERVAL = 0.05  # 20 tokens/s per reply

@@ -23,11 +23,11 @@ from pathlib import Path
 import httpx
 
 from remote_api.llama_server import LlamaServer, default_binary
+from remote_api.shared.models.catalogue import find, llms
+from remote_api.shared.models.provision import Models
 from sidecar.config import ChatConfig, PersonaConfig
 from sidecar.conversation import Conversation
 from sidecar.intents import OUTFIT_TAG, load_catalogue, strip_tags
-from sidecar.models.catalogue import find, llms
-from sidecar.models.provision import Models
 from sidecar.voice.sentences import sentences_of
 
 HERE = Path(__file__).resolve().parent

@@ -37,7 +37,8 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 
 from remote_api.client import LinkClient  # noqa: E402
-from remote_api.processes import NotHealthy, free_port, stop_process, wait_healthy  # noqa: E402
+from remote_api.shared.models.provision import Models  # noqa: E402
+from remote_api.shared.processes import NotHealthy, free_port, stop_process, wait_healthy  # noqa: E402
 from sidecar.clock import Clock  # noqa: E402
 from sidecar.config import AppConfig, VoiceConfig  # noqa: E402
 from sidecar.events import EventLog, TurnTimeline  # noqa: E402
@@ -52,7 +53,6 @@ from sidecar.frames import (  # noqa: E402
     UserTurnFrame,
 )
 from sidecar.loop import Engines, build  # noqa: E402
-from sidecar.models.provision import Models  # noqa: E402
 from sidecar.pipeline import Direction, Source  # noqa: E402
 from sidecar.voice.asr import Transcriber  # noqa: E402
 from sidecar.voice.audio import RATE, to_int16  # noqa: E402

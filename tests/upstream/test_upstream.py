@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from remote_api.processes import free_port
+from remote_api.shared.processes import free_port
 from remote_api.upstream import (
     ChatRequest,
     Finished,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from remote_api.processes import free_port, running
+from remote_api.shared.processes import free_port, running
 from sidecar.config import VoiceConfig
 from sidecar.loop import Engines
 
