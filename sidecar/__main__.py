@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from remote_api.client import LinkError
-from remote_api.config import ConfigError
+from remote_api.shared.config_loader import ConfigError
 from remote_api.shared.logs import setup_logging
 from remote_api.shared.models.errors import ModelError
 from sidecar.config import WAKE_MODELS, load_app_config

@@ -18,7 +18,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from remote_api.config import ConfigError
+from remote_api.shared.config_loader import ConfigError
 from remote_api.shared.logs import setup_logging
 from sidecar.channel import ChannelError, Launch
 from sidecar.config import load_app_config
