@@ -65,7 +65,7 @@ def _linux() -> bool:
 # --- the checks: each returns a one-line description of what it found, or raises CheckFailed ---
 
 def check_gl(args: argparse.Namespace) -> str:
-    from desktop.render import CharacterRenderer, GLThread
+    from shaders import CharacterRenderer, GLThread
 
     try:
         gl = GLThread(name="stella-selftest-gl")

@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from desktop.render import CharacterRenderer, FrameState  # noqa: E402
+from shaders import CharacterRenderer, FrameState  # noqa: E402
 from tests import services  # noqa: E402
 
 SIZES = [(512, 512), (1024, 1024)]
