@@ -29,9 +29,9 @@ import httpx
 import uvicorn
 from starlette.applications import Starlette
 
-from remote_api.app import build_app, local_device, open_state
 from remote_api.config import LlamaSection, ServerConfig, TlsSection
 from remote_api.credentials import LOOPBACK, Credentials, CredentialsRejected, TokenSource
+from remote_api.gateway_setup import build_app, local_device, open_state
 from remote_api.link_config import LinkConfig
 from remote_api.llama_server import LlamaServer, LlamaServerError, default_binary
 from remote_api.operator import OPERATOR_HEADER, operator_secret, operator_secret_path, read_operator_secret

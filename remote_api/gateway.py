@@ -49,6 +49,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from remote_api.envelope import CLOSE_LIMIT, AuthError, Envelope, LimitError, ProtocolError, Type, decode, encode
 from remote_api.link_config import LinkConfig
+from remote_api.link_sessions import CodecFactory, Session, SessionRegistry, TurnProgress, device_of, plain_codec
 from remote_api.operator import is_operator
 from remote_api.protocol import (
     Clock,
@@ -59,7 +60,6 @@ from remote_api.protocol import (
     Message,
     PeerError,
 )
-from remote_api.session import CodecFactory, Session, SessionRegistry, TurnProgress, device_of, plain_codec
 from remote_api.state import MemorySessions, SessionStore, StateError
 from remote_api.upstream import ChatRequest, Finished, Upstream, UpstreamError, UpstreamPool
 

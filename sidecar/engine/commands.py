@@ -22,7 +22,7 @@ from sidecar.engine.stored import save_pairing
 from sidecar.frames import InterruptionFrame, PushToTalkFrame, UserTextFrame
 
 if TYPE_CHECKING:
-    from sidecar.engine.app import App
+    from sidecar.engine.core import App
 
 MAX_TEXT_CHARS = 2000
 Handler = Callable[[Command], Awaitable[Event | None]]

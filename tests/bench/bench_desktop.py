@@ -65,7 +65,7 @@ def kind(pid: int) -> str:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return "gone"
-    if b"sidecar.app" in cmd:
+    if b"sidecar.engine" in cmd:
         return "engine"
     return "webengine" if b"QtWebEngineProcess" in cmd else "shell"
 

@@ -7,7 +7,7 @@ figures and writes them to ``tests/bench/voice_results.md``.
 A scripted microphone says "Hey Jarvis, <question>" (piper voice, real-time pace), waits for
 the reply to be heard in full, pauses a second, and asks the next question — a conversation,
 so the prompt grows with the history as it does for a user. Everything else is the real
-voice loop (`sidecar.loop.build`): silero VAD, openWakeWord, whisper tiny.en, the link to
+voice loop (`sidecar.voice_loop.build`): silero VAD, openWakeWord, whisper tiny.en, the link to
 the gateway, the sentence splitter, piper and the playback buffer (into a WAV file).
 
 "total" is measured from the true end of the user's speech (the last sample of the clip the
@@ -52,12 +52,12 @@ from sidecar.frames import (  # noqa: E402
     TurnTimelineFrame,
     UserTurnFrame,
 )
-from sidecar.loop import Engines, build  # noqa: E402
 from sidecar.pipeline import Direction, Source  # noqa: E402
 from sidecar.voice.asr import Transcriber  # noqa: E402
 from sidecar.voice.audio import RATE, to_int16  # noqa: E402
 from sidecar.voice.playback import FileOutput  # noqa: E402
 from sidecar.voice.vad import Segmenter  # noqa: E402
+from sidecar.voice_loop import Engines, build  # noqa: E402
 from tests import services  # noqa: E402
 from tests.voice.speech import Piper, heard_fraction  # noqa: E402
 

@@ -36,10 +36,10 @@ import numpy as np  # noqa: E402
 from sidecar.clock import Clock  # noqa: E402
 from sidecar.config import VoiceConfig  # noqa: E402
 from sidecar.frames import Frame, WakeFrame  # noqa: E402
-from sidecar.loop import Engines, listening  # noqa: E402
 from sidecar.pipeline import Direction, Pipeline, Processor  # noqa: E402
 from sidecar.voice.audio import RATE  # noqa: E402
 from sidecar.voice.capture import FileSource  # noqa: E402
+from sidecar.voice_loop import Engines, listening  # noqa: E402
 from tests.voice.speech import CACHE, Piper, concat, espeak, noise, save, silence  # noqa: E402
 
 OUT = Path(__file__).with_name("wake_results.md")

@@ -24,8 +24,8 @@ from sidecar.frames import (
 )
 from sidecar.intents import Intents, OutfitTags, Stop, Tell, Volume, Wear, load_catalogue, strip_tags
 from sidecar.reply import Reply
-from sidecar.voice.addressing import TurnTaker
 from sidecar.voice.sentences import Sentences
+from sidecar.voice.turn_taking import TurnTaker
 
 from .harness import ScriptedLink, run
 

@@ -1,6 +1,6 @@
 """The voice session: a pipeline for the current settings, rebuilt whenever they change.
 
-The voice loop (sidecar/loop.py) runs when the voice models load and the sound devices are
+The voice loop (sidecar/voice_loop.py) runs when the voice models load and the sound devices are
 there; meanwhile, or without them, a typed-turns pipeline made of the same turn taker and
 reply processors serves, and the window is told why.
 """
@@ -20,13 +20,13 @@ from sidecar.engine.presence import Presence
 from sidecar.engine.settings import wake_label
 from sidecar.frames import EndFrame
 from sidecar.intents import Intents, OutfitTags
-from sidecar.loop import Engines, build
 from sidecar.pipeline import Observer, Pipeline, Source, VoiceError
 from sidecar.reply import Reply
-from sidecar.voice.addressing import TurnTaker
 from sidecar.voice.capture import DeviceSource
 from sidecar.voice.devices import find_device
 from sidecar.voice.playback import DeviceOutput
+from sidecar.voice.turn_taking import TurnTaker
+from sidecar.voice_loop import Engines, build
 
 
 class IdleSource(Source):

@@ -26,10 +26,10 @@ from sidecar.engine.commands import Commands
 from sidecar.engine.frame_stream import FrameStream
 from sidecar.engine.link import LinkKeeper
 from sidecar.engine.presence import Presence
-from sidecar.engine.session import Sessions
 from sidecar.engine.settings import UserSettings, settings_event, sound_devices
 from sidecar.engine.stored import Saved, StoreHistory, history_event
 from sidecar.engine.unlock import StoreUnlock
+from sidecar.engine.voice_session import Sessions
 from sidecar.events import TurnTimeline
 from sidecar.frames import Frame, InputStartedFrame, MouthFrame, OutfitFrame
 from sidecar.intents import catalogue_of

@@ -24,13 +24,13 @@ from sidecar.conversation import Conversation
 from sidecar.intents import Intents, Outfit, OutfitTags, load_catalogue
 from sidecar.pipeline import Observer, Pipeline, Processor, Source, VoiceError
 from sidecar.reply import ChatLink, Reply
-from sidecar.voice.addressing import TurnTaker, WakeGate
 from sidecar.voice.aec import EchoCancel, PlayedLog
 from sidecar.voice.asr import ASR, Transcriber
 from sidecar.voice.bargein import BargeIn, EchoGuard
 from sidecar.voice.playback import Output, Playback
 from sidecar.voice.sentences import Sentences
 from sidecar.voice.tts import TTS, EspeakSynth, PiperSynth, Synthesizer
+from sidecar.voice.turn_taking import TurnTaker, WakeGate
 from sidecar.voice.vad import Endpointer, SileroVad
 from sidecar.voice.wake import AcousticWake, WakeModel
 
