@@ -61,7 +61,9 @@ from remote_api.protocol import (
     PeerError,
 )
 from remote_api.state import MemorySessions, SessionStore, StateError
-from remote_api.upstream import ChatRequest, Finished, Upstream, UpstreamError, UpstreamPool
+from remote_api.upstream import Upstream
+from remote_api.upstream_pool import UpstreamPool
+from remote_api.upstream_types import ChatRequest, Finished, UpstreamError
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,8 @@ sys.path.insert(0, str(REPO))
 
 from remote_api.client import Done, LinkClient, LinkStatus  # noqa: E402
 from remote_api.link_config import LinkConfig  # noqa: E402
-from remote_api.upstream import ChatRequest, Finished, TokenDelta, Upstream  # noqa: E402
+from remote_api.upstream import Upstream  # noqa: E402
+from remote_api.upstream_types import ChatRequest, Finished, TokenDelta  # noqa: E402
 from tests import services  # noqa: E402
 from tests.link.harness import GatewayThread, collect  # noqa: E402
 from tests.link.proxy import TcpProxy  # noqa: E402

@@ -1,4 +1,5 @@
-"""remote_api.upstream: the SSE parser, every fault we map, and the real llama-server.
+"""The llama-server client (remote_api.upstream, sse, upstream_events, upstream_pool): the SSE parser,
+every fault we map, and the real llama-server.
 
 Fault tests run against the scenarios of tests/fakes/llama_server.py (a hand-rolled HTTP server
 that breaks the protocol on demand); `@pytest.mark.llama` tests need the session `llama_server` fixture.
@@ -18,16 +19,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from remote_api.shared.processes import free_port
-from remote_api.upstream import (
-    ChatRequest,
-    Finished,
-    SSEError,
-    SSEParser,
-    TokenDelta,
-    Upstream,
-    UpstreamError,
-    UpstreamPool,
-)
+from remote_api.sse import SSEError, SSEParser
+from remote_api.upstream import Upstream
+from remote_api.upstream_pool import UpstreamPool
+from remote_api.upstream_types import ChatRequest, Finished, TokenDelta, UpstreamError
 from tests.fakes.llama_server import TOKENS, FakeLlamaServer
 from tests.helpers import tokens_predicted
 
