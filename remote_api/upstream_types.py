@@ -13,6 +13,18 @@ ErrorCode = Literal[
 ]
 _SNIPPET = 120  # how much of a bad answer to quote in a message
 
+# What a person should do about each upstream failure (the message says what happened).
+ACTIONS = {
+    "context_exceeded": "Start a new conversation or shorten the history, then ask again.",
+    "loading": "Wait a few seconds for the model to finish loading, then ask again.",
+    "unreachable": "Check that llama-server is running and that the gateway's upstream URL is right.",
+    "broken_stream": "Ask again; if it keeps happening, check llama-server's log.",
+    "stalled": "Ask again; if it keeps happening, llama-server may be overloaded: restart it.",
+    "bad_response": "Check that the gateway's upstream URL points to llama.cpp's llama-server.",
+    "unauthorized": "The server's operator must give the gateway that llama-server's API key.",
+    "no_healthy_upstream": "Start llama-server (or wait for it to load), then ask again.",
+}
+
 
 @dataclass(frozen=True)
 class ChatRequest:
