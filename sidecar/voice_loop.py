@@ -21,7 +21,9 @@ from remote_api.shared.models.provision import Models
 from sidecar.clock import Clock
 from sidecar.config import AppConfig, VoiceConfig
 from sidecar.conversation import Conversation
-from sidecar.intents import Intents, Outfit, OutfitTags, load_catalogue
+from sidecar.intents import Intents
+from sidecar.outfit_catalogue import Outfit, load_catalogue
+from sidecar.outfit_tags import OutfitTags
 from sidecar.pipeline import Observer, Pipeline, Processor, Source, VoiceError
 from sidecar.reply import ChatLink, Reply
 from sidecar.voice.aec import EchoCancel, PlayedLog

@@ -32,7 +32,7 @@ from sidecar.engine.unlock import StoreUnlock
 from sidecar.engine.voice_session import Sessions
 from sidecar.events import TurnTimeline
 from sidecar.frames import Frame, InputStartedFrame, MouthFrame, OutfitFrame
-from sidecar.intents import catalogue_of
+from sidecar.outfit_catalogue import catalogue_of
 from sidecar.pipeline import Direction, Observer
 from sidecar.store import Store, StoreConfig, StoreError
 

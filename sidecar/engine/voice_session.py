@@ -19,7 +19,8 @@ from sidecar.engine.link import LinkKeeper
 from sidecar.engine.presence import Presence
 from sidecar.engine.settings import wake_label
 from sidecar.frames import EndFrame
-from sidecar.intents import Intents, OutfitTags
+from sidecar.intents import Intents
+from sidecar.outfit_tags import OutfitTags
 from sidecar.pipeline import Observer, Pipeline, Source, VoiceError
 from sidecar.reply import Reply
 from sidecar.voice.capture import DeviceSource

@@ -27,7 +27,8 @@ from remote_api.shared.models.catalogue import find, llms
 from remote_api.shared.models.provision import Models
 from sidecar.config import ChatConfig, PersonaConfig
 from sidecar.conversation import Conversation
-from sidecar.intents import OUTFIT_TAG, load_catalogue, strip_tags
+from sidecar.outfit_catalogue import load_catalogue
+from sidecar.outfit_tags import OUTFIT_TAG, strip_tags
 from sidecar.voice.sentences import sentences_of
 
 HERE = Path(__file__).resolve().parent
