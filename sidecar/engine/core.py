@@ -67,7 +67,7 @@ class App:
                                  config.voice.wake_window_s)
         # the outfits the window shows are the ones offered to the model (one manifest, read once)
         self.conversation = Conversation(config.persona, config.chat, outfits=catalogue_of(self.manifest))
-        self.link = LinkKeeper(self.channel.send, self._on_llm_outfit, lambda: self.sessions.reload())
+        self.link = LinkKeeper(self.channel.send, lambda: self.sessions.reload())
         self.sessions = Sessions(config, self.link, self.conversation, self.presence, self._observers,
                                  self.channel.send)
         self.unlock = StoreUnlock(options.store, StoreConfig().keyring_service, self.channel.send)
@@ -171,12 +171,6 @@ class App:
         """The event as the headless JSONL log writes it."""
         self.channel.send({"type": frame.event, "t": round(frame.t if frame.t is not None else 0.0, 4),
                            **frame.event_data()})
-
-    def _on_llm_outfit(self, outfit: str) -> None:
-        if outfit not in self.outfits:
-            log.warning("rejected outfit %r from the server: not in the catalogue", outfit)
-            return
-        self.set_outfit(outfit, "assistant")
 
     def set_outfit(self, outfit: str, source: str) -> None:
         self.channel.send({"type": "outfit", "id": outfit, "source": source})
