@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sidecar.outfit_catalogue import Outfit
-from sidecar.voice.wake import edit_distance
+from sidecar.voice.wake import edit_distance, words
 
 log = logging.getLogger(__name__)
 
@@ -111,10 +111,6 @@ def clock_answer(asked: str, now: datetime) -> str:
     if asked == "date":
         return f"Today is {now:%A}, {now:%B} {now.day}, {now.year}."
     return f"Today is {now:%A}."
-
-
-def words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", text.lower())
 
 
 class Intents:

@@ -129,5 +129,18 @@ def build(config: AppConfig, engines: Engines, source: Source, output: Output, l
         Playback(output, voice.sentence_pause_ms, volume_db=voice.volume_db, volume_step_db=voice.volume_step_db,
                  played=played),
     ]
-    intents = Intents(outfits, config.persona.name)
-    return Pipeline(listening(voice, engines, source, intents, played) + speaking, clock, observers)
+    return Pipeline(listening(voice, engines, source, _intents(config, outfits), played) + speaking, clock, observers)
+
+
+def typed(config: AppConfig, source: Source, link: ChatLink, conversation: Conversation, clock: Clock,
+          observers: Iterable[Observer] = ()) -> Pipeline:
+    """Typed turns only (no voice models or sound devices): the same turn taker, local intents,
+    reply and outfit tags as `build`, the window's text their only input."""
+    outfits = conversation.outfits
+    taker = TurnTaker(config.voice.wake_phrase, config.voice.wake_window_s, intents=_intents(config, outfits))
+    return Pipeline([source, taker, Reply(link, conversation, config.chat), OutfitTags(outfits)], clock, observers)
+
+
+def _intents(config: AppConfig, outfits: tuple[Outfit, ...]) -> Intents:
+    """The local intents for this catalogue, the character's name dropped as a vocative."""
+    return Intents(outfits, config.persona.name)

@@ -19,15 +19,11 @@ from sidecar.engine.link import LinkKeeper
 from sidecar.engine.presence import Presence
 from sidecar.engine.settings import wake_label
 from sidecar.frames import EndFrame
-from sidecar.intents import Intents
-from sidecar.outfit_tags import OutfitTags
 from sidecar.pipeline import Observer, Pipeline, Source, VoiceError
-from sidecar.reply import Reply
 from sidecar.voice.capture import DeviceSource
 from sidecar.voice.devices import find_device
 from sidecar.voice.playback import DeviceOutput
-from sidecar.voice.turn_taking import TurnTaker
-from sidecar.voice_loop import Engines, build
+from sidecar.voice_loop import Engines, build, typed
 
 
 class IdleSource(Source):
@@ -128,11 +124,7 @@ class Sessions:
             return build(self.config, self.engines, source, output, link, Clock(), self.observers(),
                          self.conversation, self.conversation.outfits)
         self.presence.spoken = False
-        outfits = self.conversation.outfits
-        processors = [IdleSource(), TurnTaker(voice.wake_phrase, voice.wake_window_s,
-                                              intents=Intents(outfits, self.config.persona.name)),
-                      Reply(link, self.conversation, self.config.chat), OutfitTags(outfits)]
-        return Pipeline(processors, Clock(), self.observers())
+        return typed(self.config, IdleSource(), link, self.conversation, Clock(), self.observers())
 
     def _load_engines(self) -> None:
         """Load the voice models in the background; the typed-turns pipeline serves meanwhile."""
