@@ -8,7 +8,7 @@ in a real llama-server with the template the app gives it (the catalogue's `chat
 each question goes through the engine's own conversation (`sidecar.conversation.Conversation`:
 persona line with the outfit tag offer, the one-shot greeting, the history of the same
 conversation) with the app's chat settings. The replies, their points and a summary are written
-to tests/bench/compare_models_results.md; the summary is printed.
+to tests/bench/results/compare_models.md; the summary is printed.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from sidecar.voice.sentences import sentences_of
 
 HERE = Path(__file__).resolve().parent
 RUBRIC = HERE / "companion_rubric.md"
-RESULTS = HERE / "compare_models_results.md"
+RESULTS = HERE / "results" / "compare_models.md"
 SEED = 42
 # the rubric's "clean" and "in character" rules, as written there
 MARKERS = ("USER:", "ASSISTANT:", "User:", "[Name", "<|", "<start_of_turn>", "###")
