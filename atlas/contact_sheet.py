@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from desktop.render import CharacterRenderer, FrameState
-from desktop.render.pixels import unpremultiply
+from shaders import CharacterRenderer, FrameState
+from shaders.pixels import unpremultiply
 
 COLUMNS = 3
 LABEL_H = 44

@@ -2,7 +2,7 @@
 
     stella [run …] | stella models …        the app (desktop/cli.py)
     stella --selftest [--server URL]        is this machine ready? (desktop/selftest.py)
-    stella sidecar …   (or --sidecar …)     the engine process the window spawns (sidecar/app.py)
+    stella sidecar …   (or --sidecar …)     the engine process the window spawns (sidecar/engine/__main__.py)
     stella voice run …                      the headless voice loop (sidecar/__main__.py)
     stella server …                         the gateway, `stella-server` (remote_api/cli.py)
     stella chat …                           the terminal chat, `stella-chat` (remote_api/chat_cli.py)
@@ -22,15 +22,15 @@ import sys
 
 # mode / module name -> the module whose main(argv) runs it
 MODULES = {
-    "sidecar.app": "sidecar.app",
+    "sidecar.engine": "sidecar.engine.__main__",
     "sidecar": "sidecar.__main__",
     "remote_api.cli": "remote_api.cli",
     "remote_api.chat_cli": "remote_api.chat_cli",
     "desktop.cli": "desktop.cli",
 }
 MODES = {
-    "sidecar": "sidecar.app",
-    "--sidecar": "sidecar.app",
+    "sidecar": "sidecar.engine.__main__",
+    "--sidecar": "sidecar.engine.__main__",
     "voice": "sidecar.__main__",
     "server": "remote_api.cli",
     "chat": "remote_api.chat_cli",
@@ -79,8 +79,8 @@ def provision_missing_models(argv: list[str]) -> None:
         return
     from tqdm import tqdm
 
-    from sidecar.models.errors import ModelError
-    from sidecar.models.provision import Models, default_specs
+    from remote_api.shared.models.errors import ModelError
+    from remote_api.shared.models.provision import Models, default_specs
 
     models = Models()
     kinds = {"asr", "tts", "wake"} | ({"llm"} if _uses_embedded_server(argv) else set())

@@ -1,7 +1,7 @@
 """Serves the window's files to the webview over http://127.0.0.1 (read-only, three folders).
 
 ES modules and fetch() need http://, and the page draws on files from three places in the
-app: the UI (desktop/web), the atlas (atlas/default) and the shaders (shaders). Only those are
+app: the UI (desktop/web), the atlas (atlas/default) and the GLSL (shaders/). Only those are
 served, under the same paths as in the source tree, so tests can serve the tree itself. The
 user's own atlas (atlas/user.py), when it is the one to show, is served as atlas/user/ and
 the page told so in its URL. No secret ever travels here: the page gets the channel's port and
@@ -17,7 +17,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVED = ("desktop/web/", "atlas/default/", "shaders/")
+SERVED = ("desktop/web/", "atlas/default/")
+SHADERS = ("shaders/character.vert", "shaders/character.frag")  # the GLSL, not the renderer's Python beside it
 USER_ATLAS = "atlas/user/"
 PAGE = "desktop/web/index.html"
 
@@ -31,7 +32,7 @@ class _AssetHandler(http.server.SimpleHTTPRequestHandler):
     def send_head(self):  # noqa: ANN201 - the base class's signature
         path = unquote(urlsplit(self.path).path).lstrip("/")
         served = SERVED + ((USER_ATLAS,) if self.user_atlas else ())
-        if not path.startswith(served) or ".." in path.split("/") or path.endswith("/"):
+        if not (path.startswith(served) or path in SHADERS) or ".." in path.split("/") or path.endswith("/"):
             self.send_error(404, "Not part of the Stella window")
             return None
         return super().send_head()

@@ -10,8 +10,8 @@ from pathlib import Path
 from atlas import wardrobe
 from desktop import launcher
 from desktop.shell import WindowOptions
-from remote_api.logs import setup_logging
-from sidecar.models import cli as models_cli
+from remote_api.shared.logs import setup_logging
+from remote_api.shared.models import cli as models_cli
 
 
 def main(argv: list[str] | None = None) -> int:

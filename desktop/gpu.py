@@ -20,7 +20,7 @@ SOFTWARE_GL_FLAGS = ("--ignore-gpu-blocklist", "--disable-gpu-compositing")
 
 def gl_renderer() -> str | None:
     """GL_RENDERER of the default OpenGL driver, or None if there is no usable OpenGL."""
-    from desktop.render.glthread import GLThread
+    from shaders.glthread import GLThread
 
     try:
         gl = GLThread(name="stella-gl-probe")

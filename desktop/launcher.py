@@ -27,11 +27,11 @@ import platformdirs
 
 from desktop.shell import WindowOptions, run_window
 from desktop.terminal import TerminalOptions, chat
-from remote_api.config import ConfigError
-from remote_api.logs import setup_logging
-from remote_api.processes import NotHealthy, die_with_parent, free_port, running, wait_healthy
+from remote_api.shared.config_loader import ConfigError
+from remote_api.shared.logs import setup_logging
+from remote_api.shared.processes import NotHealthy, die_with_parent, free_port, running, wait_healthy
 from sidecar.config import load_app_config, server_environment
-from sidecar.intents import load_catalogue
+from sidecar.outfit_catalogue import load_catalogue
 
 log = logging.getLogger(__name__)
 

@@ -65,7 +65,7 @@ def _linux() -> bool:
 # --- the checks: each returns a one-line description of what it found, or raises CheckFailed ---
 
 def check_gl(args: argparse.Namespace) -> str:
-    from desktop.render import CharacterRenderer, GLThread
+    from shaders import CharacterRenderer, GLThread
 
     try:
         gl = GLThread(name="stella-selftest-gl")
@@ -168,7 +168,7 @@ def check_speech(args: argparse.Namespace) -> str:
 
 
 def check_models(args: argparse.Namespace) -> str:
-    from sidecar.models.provision import Models, default_specs
+    from remote_api.shared.models.provision import Models, default_specs
 
     models = Models()
     bad, good = [], []

@@ -33,8 +33,8 @@ from desktop import gpu
 from desktop.assets import AssetServer
 from desktop.geometry import MIN_SIZE, GeometryKeeper
 from desktop.supervisor import EngineStatus, Supervisor, engine_command
-from remote_api.config import ConfigError
-from remote_api.processes import free_port
+from remote_api.shared.config_loader import ConfigError
+from remote_api.shared.processes import free_port
 from sidecar.channel import Launch
 from sidecar.config import load_app_config
 from sidecar.store import Store, StoreConfig, StoreError

@@ -1,4 +1,4 @@
-"""Keeps Stella's engine (`python -m sidecar.app`) running beside the window.
+"""Keeps Stella's engine (`python -m sidecar.engine`) running beside the window.
 
 - The engine is a child process spawned with PR_SET_PDEATHSIG, so it gets SIGTERM when the
   shell dies, even by SIGKILL. Linux sends that signal when the *thread* that forked the child
@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import IO, Literal
 
-from remote_api.processes import die_with_parent, stop_process
+from remote_api.shared.processes import die_with_parent, stop_process
 from sidecar.channel import PORT_LINE, Launch
 
 log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ def describe_exit(code: int) -> str:
 
 
 def engine_command(*args: str) -> list[str]:
-    return [sys.executable, "-m", "sidecar.app", *args]
+    return [sys.executable, "-m", "sidecar.engine", *args]
 
 
 class Supervisor:

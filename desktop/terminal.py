@@ -1,6 +1,6 @@
 """The terminal chat of `stella run` on a machine with no display: the window's conversation, typed.
 
-It runs the window's own engine (`python -m sidecar.app`, under the same supervisor) and talks
+It runs the window's own engine (`python -m sidecar.engine`, under the same supervisor) and talks
 to it over the same authenticated local channel, as the page does. So the persona and its
 one-shot example, the history in the encrypted store, the local intents (stop, outfits, the
 clock) and the model's outfit tags are the window's: one conversation, whichever front end.
@@ -30,9 +30,9 @@ from websockets.exceptions import ConnectionClosed
 
 from desktop.supervisor import Supervisor, engine_command
 from remote_api.chat_cli import stdin_lines
-from remote_api.processes import free_port
+from remote_api.shared.processes import free_port
 from sidecar.channel import AUTH_PREFIX, SUBPROTOCOL, Launch
-from sidecar.intents import TagFilter
+from sidecar.outfit_tags import TagFilter
 
 log = logging.getLogger(__name__)
 

@@ -29,8 +29,8 @@ from starlette.routing import Route
 
 from remote_api import pairing
 from remote_api.envelope import AuthError
-from remote_api.gateway import auth_error_response
 from remote_api.ratelimit import FailureLimiter
+from remote_api.responses import auth_error_response
 from remote_api.state import DeviceIdentity, Registry
 from remote_api.tokens import TokenIssuer
 

@@ -29,14 +29,15 @@ import httpx
 import uvicorn
 from starlette.applications import Starlette
 
-from remote_api.app import build_app, local_device, open_state
-from remote_api.config import ConfigError, LlamaSection, ServerConfig, TlsSection, load_config
+from remote_api.config import LlamaSection, ServerConfig, TlsSection
 from remote_api.credentials import LOOPBACK, Credentials, CredentialsRejected, TokenSource
+from remote_api.gateway_setup import build_app, local_device, open_state
 from remote_api.link_config import LinkConfig
 from remote_api.llama_server import LlamaServer, LlamaServerError, default_binary
-from remote_api.logs import setup_logging
 from remote_api.operator import OPERATOR_HEADER, operator_secret, operator_secret_path, read_operator_secret
 from remote_api.pairing import issue_code
+from remote_api.shared.config_loader import ConfigError, load_config
+from remote_api.shared.logs import setup_logging
 from remote_api.state import GatewayState, StateError
 from remote_api.state_key import new_key_line
 from remote_api.tls import client_context
@@ -74,9 +75,9 @@ def _load(args: argparse.Namespace) -> ServerConfig:
 
 def _model(ll: LlamaSection) -> tuple[Path, str]:
     """The GGUF the local llama-server runs and its chat template ("" = the GGUF's own)."""
-    from sidecar.models.catalogue import DEFAULT_LLM, llms
-    from sidecar.models.errors import ModelError
-    from sidecar.models.provision import Models
+    from remote_api.shared.models.catalogue import DEFAULT_LLM, llms
+    from remote_api.shared.models.errors import ModelError
+    from remote_api.shared.models.provision import Models
 
     if ll.model is not None:
         return ll.model, ll.chat_template

@@ -164,7 +164,6 @@ class LinkClient:
         *,
         transport: TransportChoice = "auto",
         on_status: Callable[[LinkStatus], None] | None = None,
-        on_outfit: Callable[[str], None] | None = None,
         headers: Mapping[str, str] | None = None,
         agent: str = "stella",
         credentials: Credentials | TokenSource | None = None,
@@ -184,7 +183,6 @@ class LinkClient:
         self.config = config or LinkConfig()
         self.mode = transport
         self._on_status = on_status
-        self._on_outfit = on_outfit
         self._headers = dict(headers or {})
         self._ssl = client_context(ca_file)
         if anonymous and (credentials is not None or seal):
@@ -326,10 +324,6 @@ class LinkClient:
         if rid in self._turns:
             self.link.send(Type.CANCEL, {"rid": rid})
             self._wake.set()
-
-    def send_outfit(self, outfit: str) -> None:
-        self.link.send(Type.OUTFIT, {"outfit": outfit, "source": "user"})
-        self._wake.set()
 
     # --- keeping the session up -----------------------------------------------------------
 
@@ -561,10 +555,6 @@ class LinkClient:
 
     def _on_message(self, msg: Message) -> None:
         body = msg.body
-        if msg.type is Type.OUTFIT:
-            if self._on_outfit is not None:
-                self._on_outfit(body["outfit"])
-            return
         turn = self._turns.get(body.get("rid", ""))
         if turn is None:
             return  # a reply nobody waits for any more

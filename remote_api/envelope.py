@@ -54,6 +54,7 @@ SERVER_TYPES = frozenset(
 CLOSE_CODES = {"frame_too_large": 1009}
 DEFAULT_CLOSE_CODE = 4400
 CLOSE_LIMIT = 4429  # a bound of the gateway (a setting, named in the close reason) was reached
+NDJSON = "application/x-ndjson"  # long-poll bodies: one encoded envelope per line
 
 
 class ProtocolError(Exception):

@@ -47,8 +47,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from remote_api.envelope import CLOSE_LIMIT, AuthError, Envelope, LimitError, ProtocolError, Type, decode, encode
+from remote_api.attachments import _PollAttachment, _WsAttachment
+from remote_api.envelope import CLOSE_LIMIT, AuthError, Envelope, LimitError, ProtocolError, Type, decode
 from remote_api.link_config import LinkConfig
+from remote_api.link_sessions import CodecFactory, Session, SessionRegistry, TurnProgress, device_of, plain_codec
 from remote_api.operator import is_operator
 from remote_api.protocol import (
     Clock,
@@ -59,9 +61,11 @@ from remote_api.protocol import (
     Message,
     PeerError,
 )
-from remote_api.session import CodecFactory, Session, SessionRegistry, TurnProgress, device_of, plain_codec
+from remote_api.responses import _STATE_DOWN, _error_frame, _ndjson, _read_ndjson, auth_error_response, error_response
 from remote_api.state import MemorySessions, SessionStore, StateError
-from remote_api.upstream import ChatRequest, Finished, Upstream, UpstreamError, UpstreamPool
+from remote_api.upstream import Upstream
+from remote_api.upstream_pool import UpstreamPool
+from remote_api.upstream_types import ACTIONS, ChatRequest, Finished, UpstreamError
 
 log = logging.getLogger(__name__)
 
@@ -75,26 +79,10 @@ def _version() -> str:
 
 _VERSION = _version()
 
-NDJSON = "application/x-ndjson"
 CLOSE_SUPERSEDED = 4000  # a newer connection took over the session
 CLOSE_UNAUTHORIZED = 4401
 CLOSE_DEAD = 4408  # heartbeat timeout
 CLOSE_GOING_AWAY = 1001
-
-# What a person should do about each upstream failure (the message says what happened).
-ACTIONS = {
-    "context_exceeded": "Start a new conversation or shorten the history, then ask again.",
-    "loading": "Wait a few seconds for the model to finish loading, then ask again.",
-    "unreachable": "Check that llama-server is running and that the gateway's upstream URL is right.",
-    "broken_stream": "Ask again; if it keeps happening, check llama-server's log.",
-    "stalled": "Ask again; if it keeps happening, llama-server may be overloaded: restart it.",
-    "bad_response": "Check that the gateway's upstream URL points to llama.cpp's llama-server.",
-    "unauthorized": "The server's operator must give the gateway that llama-server's API key.",
-    "no_healthy_upstream": "Start llama-server (or wait for it to load), then ask again.",
-}
-
-_STATE_DOWN = ("state_unavailable", "the gateway cannot reach its shared state (Redis)",
-               "Try again in a moment; if it persists, the server's operator must check Redis.")
 
 REPLY_DIVERGED = {
     "code": "reply_diverged",
@@ -117,56 +105,6 @@ Rechecker = Callable[[Any], Awaitable[AuthError | None]]
 async def allow_all(conn: HTTPConnection) -> Any:
     """The default `authenticate` hook: every client is welcome (`remote_api.auth` checks devices)."""
     return "anonymous"
-
-
-class _WsAttachment:
-    """A WebSocket carrying a session: frames go through a queue to one writer task, so a
-    stuck socket never blocks the session loop (the heartbeat notices it instead).
-
-    A client that stops reading (while it keeps the connection alive) would grow that queue
-    without end: past `limit` bytes the connection is dropped at once (`stuck`) - the session
-    stays, and the client resumes it when it reads again.
-    """
-
-    kind = "websocket"
-
-    def __init__(self, limit: int) -> None:
-        self.queue: asyncio.Queue[bytes | None] = asyncio.Queue()
-        self.queued = 0  # bytes waiting in `queue`
-        self.limit = limit
-        self.stuck = False
-        self.reader: asyncio.Task[None] | None = None  # reads the client's frames; cancelled when stuck
-        self.close_code = 1000
-        self.close_reason = ""
-
-    def push(self, frames: list[bytes]) -> None:
-        for frame in frames:
-            self.queue.put_nowait(frame)
-            self.queued += len(frame)
-        if self.queued > self.limit and not self.stuck:
-            self.stuck = True
-            self.close(CLOSE_LIMIT, "outbound_overflow (link.outbound_bytes)")
-            if self.reader is not None:
-                self.reader.cancel()
-
-    def close(self, code: int, reason: str) -> None:
-        self.close_code, self.close_reason = code, reason
-        self.queue.put_nowait(None)
-
-
-class _PollAttachment:
-    """Long-poll carrying a session: output waits in the protocol until a poll collects it."""
-
-    kind = "longpoll"
-
-    def __init__(self) -> None:
-        self.ready = asyncio.Event()
-        self.poll_id = 0  # the newest poll wins; older ones return empty
-        self.closed = False
-
-    def close(self, code: int, reason: str) -> None:
-        self.closed = True
-        self.ready.set()
 
 
 class Gateway:
@@ -760,39 +698,6 @@ class Gateway:
             return await self.authenticate(request) is not None
         except AuthError:
             return False
-
-
-def _ndjson(frames: list[bytes]) -> Response:
-    return Response(b"".join(f + b"\n" for f in frames), 200, media_type=NDJSON)
-
-
-def _error_frame(code: str, message: str, action: str) -> bytes:
-    """A link-level error envelope for a client that has no session (yet)."""
-    body = {"code": code, "message": message, "action": action}
-    return encode(Envelope(Type.ERROR, body=body, ts=int(time.time() * 1000)))
-
-
-def error_response(status: int, code: str, message: str, action: str,
-                   headers: dict[str, str] | None = None) -> Response:
-    """An HTTP error whose body is one error envelope (what the client shows the user)."""
-    return Response(_error_frame(code, message, action) + b"\n", status, headers=headers, media_type=NDJSON)
-
-
-def auth_error_response(exc: AuthError) -> Response:
-    headers = {"Retry-After": str(math.ceil(exc.retry_after))} if exc.retry_after else None
-    return error_response(exc.status, exc.code, exc.message, exc.action, headers)
-
-
-async def _read_ndjson(request: Request, max_frame: int) -> list[bytes]:
-    """The request's envelopes, one per line, refusing bodies larger than 64 frames' worth."""
-    limit = max_frame * 64
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise ProtocolError("frame_too_large", f"a long-poll request over {limit} bytes",
-                                "Send fewer or shorter messages at once.")
-    return [line for line in bytes(body).split(b"\n") if line.strip()]
 
 
 def create_app(

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import platformdirs
 
-from remote_api.processes import NotHealthy, die_with_parent, free_port, stop_process, wait_healthy
+from remote_api.shared.processes import NotHealthy, die_with_parent, free_port, stop_process, wait_healthy
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 
-from remote_api.gateway import error_response
+from remote_api.responses import error_response
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from redis.exceptions import RedisError
 
 from remote_api.envelope import Type
-from remote_api.logs import redact
 from remote_api.protocol import Outbound
+from remote_api.shared.logs import redact
 from remote_api.state import (
     Device,
     PairingStatus,

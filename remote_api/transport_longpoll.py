@@ -14,12 +14,11 @@ from typing import Any, Literal
 
 import httpx
 
+from remote_api.envelope import NDJSON
 from remote_api.link_config import LinkConfig
 from remote_api.protocol import LinkProtocol
 from remote_api.tls import explain_untrusted, untrusted
 from remote_api.transport import AuthRejected, HeaderSource, TransportClosed, Untrusted, explain, retry_after
-
-NDJSON = "application/x-ndjson"
 
 
 class LongPollTransport:

@@ -15,11 +15,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from remote_api.client import LinkError
-from remote_api.config import ConfigError
-from remote_api.logs import setup_logging
+from remote_api.shared.config_loader import ConfigError
+from remote_api.shared.logs import setup_logging
+from remote_api.shared.models.errors import ModelError
 from sidecar.config import WAKE_MODELS, load_app_config
 from sidecar.headless import Options, run, with_wake
-from sidecar.models.errors import ModelError
 from sidecar.pipeline import VoiceError
 from sidecar.voice.audio import AudioFileError
 from sidecar.workers import with_background_workers

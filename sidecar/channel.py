@@ -6,7 +6,8 @@ is never sent over HTTP). Browsers cannot set headers on a WebSocket, so the pag
 secret as a second subprotocol, ``auth.<secret>``, beside ``stella.v1``; a handshake without
 it is refused with HTTP 403 before any WebSocket exists. The server binds 127.0.0.1 only.
 
-Messages are JSON text: events out (``{"type": ...}``), commands in (``{"cmd": ...}``).
+Messages are JSON text: events out (``{"type": ...}``), commands in (``{"cmd": ...}``), both
+named in `sidecar.channel_schema`.
 Binary messages out are PNG frames of the fallback character stream.
 """
 
@@ -24,6 +25,8 @@ from typing import Any
 from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
+
+from sidecar.channel_schema import check_event
 
 log = logging.getLogger(__name__)
 
@@ -173,4 +176,5 @@ def bad_command(message: str) -> Event:
 
 
 def _encode(event: Event) -> str:
+    check_event(event)  # an event the page does not know is a bug here, not something to send
     return json.dumps(event, ensure_ascii=False, separators=(",", ":"))

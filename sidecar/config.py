@@ -5,7 +5,7 @@
     wake_engine = "openwakeword"
     wake_model = "hey_jarvis"
 
-Loaded with the loader the gateway uses (`load_app_config(path)`, over `remote_api.config`), so
+Loaded with the loader the gateway uses (`load_app_config(path)`, over `remote_api.shared.config_loader`), so
 unknown or mistyped settings are errors naming the setting and the file. Passed down, never
 global. The app and its embedded gateway read one environment: each leaves the other's sections
 (`STELLA_CHAT__…` / `STELLA_STATE__…`) alone, and the gateway is started without the app's.
@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from remote_api.config import ServerConfig, load_config, sections
+from remote_api.config import ServerConfig
 from remote_api.link_config import LinkConfig
+from remote_api.shared.config_loader import load_config, sections
 
 # The openWakeWord models `stella models install wakeword` provides.
 WAKE_MODELS = ("hey_jarvis", "alexa", "hey_mycroft", "hey_rhasspy", "okay_nabu")

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from sidecar.config import ChatConfig, PersonaConfig
-from sidecar.intents import Outfit, tag_instruction
+from sidecar.outfit_catalogue import Outfit
+from sidecar.outfit_tags import tag_instruction
 
 CHARS_PER_TOKEN = 4  # a cheap, safe-side estimate; the sidecar has no tokenizer
 # After the heard part of a reply the user cut short: the dash transcripts use for speech broken

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from sidecar.frames import (
     AudioOutFrame,
@@ -34,17 +35,38 @@ from sidecar.pipeline import Direction, Processor
 log = logging.getLogger(__name__)
 
 
-class EventLog:
+def event_record(frame: Frame) -> dict[str, Any]:
+    """The event as the JSONL log writes it and the window receives it."""
+    return {"type": frame.event, "t": round(frame.t if frame.t is not None else 0.0, 4), **frame.event_data()}
+
+
+class EachEventOnce:
+    """An observer that hands each event frame to `handle` once: observers see a frame at every
+    processor it passes, an event is reported where it is first pushed."""
+
+    def __init__(self, handle: Callable[[Frame], None], remember: int = 1024) -> None:
+        self.handle = handle
+        self.remember = remember
+        self._seen: OrderedDict[int, Frame] = OrderedDict()
+
+    def __call__(self, source: Processor | None, frame: Frame, direction: Direction = Direction.DOWN) -> None:
+        if frame.event is None or id(frame) in self._seen:
+            return
+        self._seen[id(frame)] = frame  # holding it keeps its id unique while it is remembered
+        if len(self._seen) > self.remember:
+            self._seen.popitem(last=False)
+        self.handle(frame)
+
+
+class EventLog(EachEventOnce):
     """Writes frames that are events as JSON lines (flushed at once, so a test can follow)."""
 
     def __init__(self, path: Path | None) -> None:
+        super().__init__(self._write)
         self._file: IO[str] | None = path.open("w", encoding="utf-8") if path is not None else None
 
-    def __call__(self, source: Processor | None, frame: Frame, direction: Direction = Direction.DOWN) -> None:
-        if frame.event is None or frame._logged:
-            return
-        frame._logged = True
-        record = {"type": frame.event, "t": round(frame.t if frame.t is not None else 0.0, 4), **frame.event_data()}
+    def _write(self, frame: Frame) -> None:
+        record = event_record(frame)
         if frame.event not in ("token", "sentence", "tts"):
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("event %s", json.dumps(record, ensure_ascii=False))

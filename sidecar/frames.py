@@ -24,7 +24,6 @@ import numpy as np
 class Frame:
     # Seconds on the session timeline; None = "now", stamped when the frame is first pushed.
     t: float | None = None
-    _logged: bool = field(default=False, init=False, repr=False, compare=False)
     event: ClassVar[str | None] = None
     interruptible: ClassVar[bool] = True
 
@@ -33,7 +32,7 @@ class Frame:
         data: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if f.name in ("t", "_logged") or isinstance(value, np.ndarray):
+            if f.name == "t" or isinstance(value, np.ndarray):
                 continue
             data[f.name] = round(value, 4) if isinstance(value, float) else value
         return data

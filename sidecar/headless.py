@@ -31,12 +31,12 @@ from sidecar.config import WAKE_MODELS, AppConfig
 from sidecar.conversation import Conversation
 from sidecar.events import EventLog, TurnTimeline
 from sidecar.frames import EndFrame, UserTextFrame
-from sidecar.loop import Engines, build
 from sidecar.pipeline import Observer, Source, VoiceError
 from sidecar.voice.audio import RATE
 from sidecar.voice.capture import DeviceSource, FileSource
-from sidecar.voice.echo import EchoPath
 from sidecar.voice.playback import DeviceOutput, FileOutput, Output
+from sidecar.voice.simulated_echo import EchoPath
+from sidecar.voice_loop import Engines, build
 
 
 @dataclass

@@ -30,7 +30,7 @@ from sidecar.frames import (
     TokenFrame,
     UserTurnFrame,
 )
-from sidecar.intents import strip_tags
+from sidecar.outfit_tags import strip_tags
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.sentences import sentences_of
 

@@ -2,7 +2,7 @@
 
 import re
 
-from remote_api.processes import free_port
+from remote_api.shared.processes import free_port
 
 __all__ = ["free_port", "tokens_predicted"]
 

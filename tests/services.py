@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Self
 
 from remote_api.llama_server import LlamaServer, default_binary
-from remote_api.processes import free_port, stop_process
-from sidecar.models.provision import Models
+from remote_api.shared.models.provision import Models
+from remote_api.shared.processes import free_port, stop_process
 
 
 class ServiceError(RuntimeError):

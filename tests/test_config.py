@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from remote_api.config import ConfigError, ServerConfig, load_config
+from remote_api.config import ServerConfig
+from remote_api.shared.config_loader import ConfigError, load_config
 
 
 def _write(tmp_path: Path, text: str) -> Path:

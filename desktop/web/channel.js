@@ -11,6 +11,8 @@
 //   channel.connect();
 //   channel.send({cmd: 'text', text: 'Hi!'});
 
+import { COMMANDS, EVENTS } from './channel_schema.js';
+
 export const SUBPROTOCOL = 'stella.v1';
 const RETRY_FIRST_MS = 250;
 const RETRY_MAX_MS = 3000;
@@ -21,6 +23,13 @@ export function endpointFromHash(hash) {
   const port = Number(params.get('port'));
   const secret = params.get('secret') || '';
   return Number.isInteger(port) && port > 0 && /^[A-Za-z0-9_-]{32,}$/.test(secret) ? { port, secret } : null;
+}
+
+/** The event in one text message from the engine; throws unless it is JSON naming an event of the schema. */
+export function parseEvent(text) {
+  const event = JSON.parse(text);
+  if (!EVENTS.has(event?.type)) throw new Error(`unknown event ${JSON.stringify(event?.type)} from the engine (channel_schema.js)`);
+  return event;
 }
 
 export class Channel extends EventTarget {
@@ -55,9 +64,10 @@ export class Channel extends EventTarget {
       }
       let event;
       try {
-        event = JSON.parse(e.data);
-      } catch {
-        return; // the engine only sends JSON text; anything else is not ours to show
+        event = parseEvent(e.data);
+      } catch (error) {
+        console.error(error.message); // not ours to show: the engine only sends the schema's events
+        return;
       }
       this.dispatchEvent(new CustomEvent('message', { detail: event }));
     };
@@ -70,8 +80,9 @@ export class Channel extends EventTarget {
     };
   }
 
-  /** Send a command; false if the engine is not reachable right now. */
+  /** Send a command; false if the engine is not reachable right now. A command the schema does not name throws. */
   send(command) {
+    if (!COMMANDS.has(command.cmd)) throw new Error(`unknown command ${JSON.stringify(command.cmd)} (channel_schema.js)`);
     if (!this.connected) return false;
     this.socket.send(JSON.stringify(command));
     return true;

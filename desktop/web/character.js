@@ -1,7 +1,7 @@
 // Stella's character in WebGL2. Plain ES module: no build step, no CDN.
 //
 // Loads the same GLSL files (shaders/character.vert, .frag) and the same atlas + manifest as the
-// moderngl renderer (desktop/render), so both draw identical frames. Switching outfit only writes
+// moderngl renderer (shaders/), so both draw identical frames. Switching outfit only writes
 // uniforms; the atlas is uploaded once.
 //
 //   const character = new CharacterRenderer(canvas, {atlasUrl, manifestUrl, shaderBase});
@@ -11,7 +11,7 @@
 //   character.setMouth(level);               // from the ~20 ms lip-sync levels
 //   character.renderAt({outfit: 'school', mouth: 0.5});   // one exact frame (tests, thumbnails)
 
-// Idle blinking, mirrored from desktop/render/renderer.py: gaps between blinks (s) and blink length.
+// Idle blinking, mirrored from shaders/renderer.py: gaps between blinks (s) and blink length.
 const BLINK_GAPS = [3.7, 4.6, 2.9, 5.3];
 const BLINK_S = 0.16;
 

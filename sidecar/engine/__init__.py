@@ -1,4 +1,4 @@
-"""The engine of the desktop app (`python -m sidecar.app`), one module per concern:
+"""The engine of the desktop app (`python -m sidecar.engine`), one module per concern:
 
 - app: the App that ties them together, and what a page hears when it connects;
 - unlock, stored: opening the encrypted store (keyring, else a passphrase from the window) and

@@ -16,13 +16,14 @@ from websockets.asyncio.server import ServerConnection
 from remote_api.credentials import CredentialsRejected, pair
 from remote_api.transport import TransportClosed
 from sidecar.channel import Command, Event, bad_command, error_event
+from sidecar.channel_schema import COMMANDS
 from sidecar.engine.presence import CANCELLED, NEW_MESSAGE
 from sidecar.engine.settings import sound_devices
 from sidecar.engine.stored import save_pairing
 from sidecar.frames import InterruptionFrame, PushToTalkFrame, UserTextFrame
 
 if TYPE_CHECKING:
-    from sidecar.engine.app import App
+    from sidecar.engine.core import App
 
 MAX_TEXT_CHARS = 2000
 Handler = Callable[[Command], Awaitable[Event | None]]
@@ -32,17 +33,19 @@ class Commands:
     def __init__(self, app: App) -> None:
         self.app = app
 
-    async def handle(self, ws: ServerConnection, command: Command) -> None:
-        name = command["cmd"]
-        handlers: dict[str, Handler] = {
+    def handlers(self, ws: ServerConnection) -> dict[str, Handler]:
+        """One handler per command of `sidecar.channel_schema.COMMANDS` (a test holds them equal)."""
+        return {
             "text": self.text, "ptt_start": self.ptt, "ptt_stop": self.ptt, "cancel": self.cancel,
             "outfit": self.outfit, "settings": lambda c: self.settings(ws, c), "pair": self.pair,
             "frames": lambda c: self.frames(ws, c), "unlock": self.app.unlock.answer}
-        handler = handlers.get(name)
-        if handler is None:
+
+    async def handle(self, ws: ServerConnection, command: Command) -> None:
+        name = command["cmd"]
+        if name not in COMMANDS:
             self.app.channel.send(bad_command(f"unknown command {name!r}"), [ws])
             return
-        error = await handler(command)
+        error = await self.handlers(ws)[name](command)
         if error is not None:
             self.app.channel.send(error, [ws])
 

@@ -15,7 +15,7 @@ from sidecar.voice.mouth import HOP_S
 MOUTH_HOLD_S = 4 * HOP_S  # the mouth's level arrives every hop; a late one keeps it open meanwhile
 
 if TYPE_CHECKING:
-    from desktop.render import CharacterRenderer
+    from shaders import CharacterRenderer
 
 
 class FrameStream:
@@ -53,7 +53,7 @@ class FrameStream:
 
     async def _run(self) -> None:
         if self._renderer is None:
-            from desktop.render import CharacterRenderer  # moderngl only when a page needs it
+            from shaders import CharacterRenderer  # moderngl only when a page needs it
 
             self._renderer = await asyncio.to_thread(CharacterRenderer, self.atlas_dir)
             self._renderer.set_outfit(self.outfit, crossfade=0)

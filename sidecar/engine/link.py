@@ -15,10 +15,8 @@ from sidecar.config import AppConfig
 class LinkKeeper:
     """Holds this device's pairing and the live link; `stale` asks the session loop for a new link."""
 
-    def __init__(self, send: Callable[[Event], None], on_outfit: Callable[[str], None],
-                 reload: Callable[[], None]) -> None:
+    def __init__(self, send: Callable[[Event], None], reload: Callable[[], None]) -> None:
         self.send = send
-        self.on_outfit = on_outfit
         self.reload = reload
         self.link: LinkClient | None = None
         self.pairing: Credentials | None = None
@@ -49,7 +47,7 @@ class LinkKeeper:
         await self.close()
         self.stale, self.refusal = False, None
         self.link = LinkClient(config.server_url, config.link, on_status=self._on_status,
-                               on_outfit=self.on_outfit, credentials=self.credentials(config.server_url))
+                               credentials=self.credentials(config.server_url))
         self._connecting = asyncio.create_task(self._keep(self.link), name="link-connect")
 
     async def _keep(self, link: LinkClient) -> None:

@@ -20,8 +20,8 @@ from sidecar.frames import AudioFrame, EndFrame, Frame, InputStartedFrame, PushT
 from sidecar.pipeline import Direction, Source, VoiceError
 from sidecar.voice.audio import RATE, read_wav, resample, to_float, to_int16
 from sidecar.voice.devices import find_device, portaudio
-from sidecar.voice.echo import EchoPath
 from sidecar.voice.ring import Ring
+from sidecar.voice.simulated_echo import EchoPath
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from sidecar.config import AppConfig, VoiceConfig
-from sidecar.loop import Engines
+from sidecar.voice_loop import Engines
 from tests.voice.simulate import HELD_OUT, TUNING, Clip, in_silence, simulate
 from tests.voice.speech import Piper, word_errors, words
 

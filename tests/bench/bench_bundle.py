@@ -2,7 +2,7 @@
 long the app takes from launch to its window.
 
 Run: ``.venv/bin/python tests/bench/bench_bundle.py`` (builds the bundle first if it is stale). Prints the
-figures and writes them as a markdown section to ``tests/bench/bundle_results.md``.
+figures and writes them as a markdown section to ``tests/bench/results/bundle.md``.
 
 - start: `stella` as the desktop entry runs it (the embedded default: the window, the engine, its own gateway
   and llama-server), under Xvfb with a Secret Service and PulseAudio; timed from the exec to the window being
@@ -24,14 +24,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from remote_api.processes import free_port  # noqa: E402
+from remote_api.shared.processes import free_port  # noqa: E402
 from tests import services  # noqa: E402
 from tests.desktop import screen  # noqa: E402
 from tests.desktop.processes import alive, descendants  # noqa: E402
 from tests.packaging import bundle  # noqa: E402
 
 RUNS = 5
-OUT = Path(__file__).with_name("bundle_results.md")
+OUT = Path(__file__).parent / "results" / "bundle.md"
 LEFT_OUT = REPO / "build" / "pyinstaller-work" / "left-out.json"
 # How left-out files are grouped in the report: (label, test on the bundle path).
 LEFT_OUT_GROUPS = [

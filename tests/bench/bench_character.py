@@ -1,7 +1,7 @@
 """Character rendering benchmark: outfit switch cost and frame time, moderngl and Chromium WebGL2.
 
 Run: ``.venv/bin/python tests/bench/bench_character.py``. Prints the figures and writes them as a
-markdown section to ``tests/bench/character_results.md``.
+markdown section to ``tests/bench/results/character.md``.
 
 - switch call CPU: thread CPU time of ``set_outfit`` itself (the uniform change), median.
 - switch to frame: wall time from ``set_outfit`` to the next frame being finished on the GPU
@@ -23,13 +23,13 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from desktop.render import CharacterRenderer, FrameState  # noqa: E402
+from shaders import CharacterRenderer, FrameState  # noqa: E402
 from tests import services  # noqa: E402
 
 SIZES = [(512, 512), (1024, 1024)]
 FRAMES = 60
 SWITCHES = 200
-OUT = Path(__file__).with_name("character_results.md")
+OUT = Path(__file__).parent / "results" / "character.md"
 
 
 def median_ms(samples: list[float]) -> float:

@@ -4,7 +4,7 @@ and what the app costs in memory and idle CPU.
 Run: ``.venv/bin/python tests/bench/bench_desktop.py [--runs N]``. Starts its own llama-server
 (gemma3 270M), gateway, Xvfb, Secret Service and PulseAudio (the sound card), then launches
 ``stella run`` N times on one store, as a user would, with the voice on. Prints the figures and
-writes them as a markdown section to ``tests/bench/desktop_results.md``.
+writes them as a markdown section to ``tests/bench/results/desktop.md``.
 
 - window visible: launch → the window is mapped (xdotool sees it);
 - UI ready: → the page lists the outfits, has drawn the character and reached the server;
@@ -39,7 +39,7 @@ from tests.desktop.gateway import running_gateway  # noqa: E402
 from tests.desktop.polling import wait_for  # noqa: E402
 from tests.desktop.processes import cpu_seconds, descendants, rss_kib  # noqa: E402
 
-OUT = Path(__file__).with_name("desktop_results.md")
+OUT = Path(__file__).parent / "results" / "desktop.md"
 PARTS = ("shell", "webengine", "engine")
 MESSAGE = "Hello Stella! What do you like to do?"
 LISTENING = ("document.getElementById('wake').dataset.voice === 'ready'"
@@ -65,7 +65,7 @@ def kind(pid: int) -> str:
         cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
         return "gone"
-    if b"sidecar.app" in cmd:
+    if b"sidecar.engine" in cmd:
         return "engine"
     return "webengine" if b"QtWebEngineProcess" in cmd else "shell"
 

@@ -2,7 +2,7 @@
 
 Run: ``.venv/bin/python tests/bench/bench_link.py [--upstream URL] [--runs N]``. Without
 --upstream it starts its own llama-server (the test fixture's helper: gemma3 270M, -np 2).
-Prints the figures and writes them as a markdown section to ``tests/bench/link_results.md``.
+Prints the figures and writes them as a markdown section to ``tests/bench/results/link.md``.
 
 - relay latency: for every token, the time from the gateway reading it off llama-server's SSE
   stream to the client library handing it to the app (same process, same clock), over the
@@ -31,12 +31,13 @@ sys.path.insert(0, str(REPO))
 
 from remote_api.client import Done, LinkClient, LinkStatus  # noqa: E402
 from remote_api.link_config import LinkConfig  # noqa: E402
-from remote_api.upstream import ChatRequest, Finished, TokenDelta, Upstream  # noqa: E402
+from remote_api.upstream import Upstream  # noqa: E402
+from remote_api.upstream_types import ChatRequest, Finished, TokenDelta  # noqa: E402
 from tests import services  # noqa: E402
 from tests.link.harness import GatewayThread, collect  # noqa: E402
 from tests.link.proxy import TcpProxy  # noqa: E402
 
-OUT = Path(__file__).with_name("link_results.md")
+OUT = Path(__file__).parent / "results" / "link.md"
 PROMPT = [{"role": "user", "content": "Write a long story about a dragon who learns to sing."}]
 CONFIG = LinkConfig()  # the shipped defaults
 

@@ -1,7 +1,7 @@
 """Scale benchmark: how many concurrent sessions one gateway process holds on this machine.
 
 Run: ``.venv/bin/python tests/bench/bench_scale.py [--steps 50,100,...] [--measure S]``.
-Prints the figures and writes them to ``tests/bench/scale_results.md``.
+Prints the figures and writes them to ``tests/bench/results/scale.md``.
 
 Three processes share the machine's cores: a fast fake llama-server (this file, run with
 ``--upstream``) streaming ~20 tokens/s per reply, each token carrying the CLOCK_MONOTONIC
@@ -36,11 +36,11 @@ from remote_api.client import Done, LinkClient, Token  # noqa: E402
 from remote_api.credentials import TokenSource, find_local_credentials  # noqa: E402
 from remote_api.envelope import Type  # noqa: E402
 from remote_api.link_config import LinkConfig  # noqa: E402
-from remote_api.processes import free_port, running  # noqa: E402
 from remote_api.protocol import LinkProtocol, PlainCodec, Role  # noqa: E402
 from remote_api.seal import SealCodec  # noqa: E402
+from remote_api.shared.processes import free_port, running  # noqa: E402
 
-OUT = Path(__file__).with_name("scale_results.md")
+OUT = Path(__file__).parent / "results" / "scale.md"
 TOKEN_INTERVAL = 0.05  # 20 tokens/s per reply
 REPLY_TOKENS = 100  # a 5 s reply, then the next one
 BUDGET_MS = 50.0

@@ -8,7 +8,7 @@ in a real llama-server with the template the app gives it (the catalogue's `chat
 each question goes through the engine's own conversation (`sidecar.conversation.Conversation`:
 persona line with the outfit tag offer, the one-shot greeting, the history of the same
 conversation) with the app's chat settings. The replies, their points and a summary are written
-to tests/bench/compare_models_results.md; the summary is printed.
+to tests/bench/results/compare_models.md; the summary is printed.
 """
 
 from __future__ import annotations
@@ -23,16 +23,17 @@ from pathlib import Path
 import httpx
 
 from remote_api.llama_server import LlamaServer, default_binary
+from remote_api.shared.models.catalogue import find, llms
+from remote_api.shared.models.provision import Models
 from sidecar.config import ChatConfig, PersonaConfig
 from sidecar.conversation import Conversation
-from sidecar.intents import OUTFIT_TAG, load_catalogue, strip_tags
-from sidecar.models.catalogue import find, llms
-from sidecar.models.provision import Models
+from sidecar.outfit_catalogue import load_catalogue
+from sidecar.outfit_tags import OUTFIT_TAG, strip_tags
 from sidecar.voice.sentences import sentences_of
 
 HERE = Path(__file__).resolve().parent
 RUBRIC = HERE / "companion_rubric.md"
-RESULTS = HERE / "compare_models_results.md"
+RESULTS = HERE / "results" / "compare_models.md"
 SEED = 42
 # the rubric's "clean" and "in character" rules, as written there
 MARKERS = ("USER:", "ASSISTANT:", "User:", "[Name", "<|", "<start_of_turn>", "###")

@@ -2,12 +2,12 @@
 
 Run: ``.venv/bin/python tests/bench/voice_latency.py [--turns 12] [--server URL]``. Without
 --server it starts the bundled llama-server (gemma3 270M) and a gateway. It prints the
-figures and writes them to ``tests/bench/voice_results.md``.
+figures and writes them to ``tests/bench/results/voice.md``.
 
 A scripted microphone says "Hey Jarvis, <question>" (piper voice, real-time pace), waits for
 the reply to be heard in full, pauses a second, and asks the next question — a conversation,
 so the prompt grows with the history as it does for a user. Everything else is the real
-voice loop (`sidecar.loop.build`): silero VAD, openWakeWord, whisper tiny.en, the link to
+voice loop (`sidecar.voice_loop.build`): silero VAD, openWakeWord, whisper tiny.en, the link to
 the gateway, the sentence splitter, piper and the playback buffer (into a WAV file).
 
 "total" is measured from the true end of the user's speech (the last sample of the clip the
@@ -37,7 +37,8 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 
 from remote_api.client import LinkClient  # noqa: E402
-from remote_api.processes import NotHealthy, free_port, stop_process, wait_healthy  # noqa: E402
+from remote_api.shared.models.provision import Models  # noqa: E402
+from remote_api.shared.processes import NotHealthy, free_port, stop_process, wait_healthy  # noqa: E402
 from sidecar.clock import Clock  # noqa: E402
 from sidecar.config import AppConfig, VoiceConfig  # noqa: E402
 from sidecar.events import EventLog, TurnTimeline  # noqa: E402
@@ -51,17 +52,16 @@ from sidecar.frames import (  # noqa: E402
     TurnTimelineFrame,
     UserTurnFrame,
 )
-from sidecar.loop import Engines, build  # noqa: E402
-from sidecar.models.provision import Models  # noqa: E402
 from sidecar.pipeline import Direction, Source  # noqa: E402
 from sidecar.voice.asr import Transcriber  # noqa: E402
 from sidecar.voice.audio import RATE, to_int16  # noqa: E402
 from sidecar.voice.playback import FileOutput  # noqa: E402
 from sidecar.voice.vad import Segmenter  # noqa: E402
+from sidecar.voice_loop import Engines, build  # noqa: E402
 from tests import services  # noqa: E402
 from tests.voice.speech import Piper, heard_fraction  # noqa: E402
 
-OUT = Path(__file__).with_name("voice_results.md")
+OUT = Path(__file__).parent / "results" / "voice.md"
 QUESTIONS = [
     "What is the capital of France?", "How are you today?", "What is your favourite colour?",
     "Can you tell me a joke?", "What should I cook for dinner?", "Do you like music?",
@@ -219,7 +219,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=12)
     parser.add_argument("--server", help="an existing gateway (default: start llama-server + gateway)")
-    parser.add_argument("--no-write", action="store_true", help="print only; leave voice_results.md alone")
+    parser.add_argument("--no-write", action="store_true", help="print only; leave results/voice.md alone")
     parser.add_argument("--asr-threads", type=int, default=0, help="voice.asr_threads (0: the default)")
     args = parser.parse_args()
     if args.turns > len(QUESTIONS):

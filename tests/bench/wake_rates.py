@@ -1,6 +1,6 @@
 """Wake-word false-accept / false-reject rates of both engines, on generated speech.
 
-Run: ``.venv/bin/python tests/bench/wake_rates.py``. Writes ``tests/bench/wake_results.md``.
+Run: ``.venv/bin/python tests/bench/wake_rates.py``. Writes ``tests/bench/results/wake.md``.
 
 The test set is made here, never downloaded (cached in ~/.cache/stella/test-audio/wake-v1):
 
@@ -36,13 +36,13 @@ import numpy as np  # noqa: E402
 from sidecar.clock import Clock  # noqa: E402
 from sidecar.config import VoiceConfig  # noqa: E402
 from sidecar.frames import Frame, WakeFrame  # noqa: E402
-from sidecar.loop import Engines, listening  # noqa: E402
 from sidecar.pipeline import Direction, Pipeline, Processor  # noqa: E402
 from sidecar.voice.audio import RATE  # noqa: E402
 from sidecar.voice.capture import FileSource  # noqa: E402
+from sidecar.voice_loop import Engines, listening  # noqa: E402
 from tests.voice.speech import CACHE, Piper, concat, espeak, noise, save, silence  # noqa: E402
 
-OUT = Path(__file__).with_name("wake_results.md")
+OUT = Path(__file__).parent / "results" / "wake.md"
 SET = CACHE / "wake-v1"
 GAP_S = 2.5  # silence between utterances: longer than the hang-over and the wake refractory time
 SNR_DB = 10

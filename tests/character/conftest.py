@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from desktop.render import CharacterRenderer, GLThread
+from shaders import CharacterRenderer, GLThread
 from tests import services
 
 REPO = Path(__file__).resolve().parents[2]

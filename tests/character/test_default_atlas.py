@@ -13,7 +13,7 @@ from PIL import Image
 from atlas.art import write_sources
 from atlas.builder import compose
 from atlas.manifest import DEFAULT_DIR, Manifest
-from desktop.render import shaders
+from shaders import glsl
 
 
 def test_committed_default_atlas_is_rebuilt_byte_identically(tmp_path: Path) -> None:
@@ -49,8 +49,8 @@ def test_contact_sheet_shows_every_outfit(tmp_path: Path) -> None:
 def test_both_renderers_load_the_same_single_shader_source() -> None:
     js = (Path(__file__).resolve().parents[2] / "desktop" / "web" / "character.js").read_text()
     for name in ("character.vert", "character.frag"):
-        source = shaders.load(name)
+        source = glsl.load(name)
         assert source.startswith("#version 300 es\n") and f"{{base}}{name}" in js
-        desktop = shaders.for_desktop(source)
+        desktop = glsl.for_desktop(source)
         assert desktop.splitlines()[0] == "#version 330 core"
         assert desktop.splitlines()[1:] == source.splitlines()[1:]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from desktop.render import CharacterRenderer, FrameState
+from shaders import CharacterRenderer, FrameState
 
 pytestmark = pytest.mark.browser
 

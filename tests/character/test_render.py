@@ -19,8 +19,8 @@ from PIL import Image
 
 from atlas.builder import build
 from atlas.manifest import DEFAULT_DIR, Manifest
-from desktop.render import CharacterRenderer, FrameState
-from desktop.render.pixels import premultiply, unpremultiply
+from shaders import CharacterRenderer, FrameState
+from shaders.pixels import premultiply, unpremultiply
 
 GOLDEN_DIR = Path(__file__).parent / "golden"
 GOLDEN_SIZE = (256, 384)

@@ -24,8 +24,8 @@ from atlas.figure import CELL
 from atlas.manifest import DEFAULT_DIR, Manifest
 from atlas.user import UserFolders, choose_atlas
 from desktop import cli
-from desktop.render import CharacterRenderer, FrameState
-from desktop.render.pixels import unpremultiply
+from shaders import CharacterRenderer, FrameState
+from shaders.pixels import unpremultiply
 from tests.character.user_layers import GOLD, TEAL, share_of, write_cape_layers
 
 BUILT_IN = [o.id for o in Manifest.load(DEFAULT_DIR).outfits]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from remote_api.processes import free_port
+from remote_api.shared.processes import free_port
 from tests.desktop import screen
 from tests.desktop.polling import wait_for
 from tests.desktop.processes import alive, descendants

@@ -16,7 +16,7 @@ import pytest
 from desktop.assets import PAGE
 from desktop.supervisor import Backoff, Supervisor, engine_command
 from remote_api.llama_server import LlamaServer
-from remote_api.processes import free_port
+from remote_api.shared.processes import free_port
 from sidecar.channel import Launch
 from tests import services
 from tests.desktop.gateway import Gateway, running_gateway

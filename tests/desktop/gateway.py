@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from remote_api.processes import free_port, running
+from remote_api.shared.processes import free_port, running
 
 STELLA_SERVER = str(Path(sys.executable).with_name("stella-server"))
 

@@ -15,8 +15,8 @@ import httpx
 import numpy as np
 from websockets.sync.client import connect
 
-from desktop.render import CharacterRenderer, FrameState
-from desktop.render.pixels import unpremultiply
+from shaders import CharacterRenderer, FrameState
+from shaders.pixels import unpremultiply
 
 
 def xdotool(display: str, *args: str) -> str:

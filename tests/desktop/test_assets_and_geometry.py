@@ -28,8 +28,9 @@ def test_the_window_gets_its_page_atlas_and_shaders(window_server: str, path: st
     assert answer.headers["cache-control"] == "no-store"
 
 
-@pytest.mark.parametrize("path", ["README.md", "sidecar/app.py", "desktop/web/", "desktop/web/../../README.md",
-                                  "desktop/web/%2e%2e/%2e%2e/pyproject.toml", "atlas/"])
+@pytest.mark.parametrize("path", ["README.md", "sidecar/config.py", "desktop/web/", "desktop/web/../../README.md",
+                                  "desktop/web/%2e%2e/%2e%2e/pyproject.toml", "atlas/",
+                                  "shaders/renderer.py", "shaders/"])
 def test_nothing_else_of_the_app_is_served(window_server: str, path: str) -> None:
     assert httpx.get(f"{window_server}/{path}").status_code == 404
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from sidecar.models.provision import Models
+from remote_api.shared.models.provision import Models
 from sidecar.voice.asr import Transcriber
 from sidecar.voice.audio import RATE, resample, to_int16
 from tests import services

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from desktop.terminal import TerminalView
-from sidecar.intents import load_catalogue
+from sidecar.outfit_catalogue import load_catalogue
 from sidecar.store import KeyringKey, Store
 from tests import services
 

@@ -17,10 +17,10 @@ from remote_api.client import ChatEvent, Done, Error, Token, Turn
 from remote_api.config import TlsSection
 from remote_api.gateway import Authenticator, Gateway, allow_all, create_app
 from remote_api.link_config import LinkConfig
-from remote_api.processes import free_port
+from remote_api.shared.processes import free_port
 from remote_api.upstream import Upstream
 
-# Builds the app on the gateway's own loop (e.g. `remote_api.app.build_app` with device auth).
+# Builds the app on the gateway's own loop (e.g. `remote_api.gateway_setup.build_app` with device auth).
 AppFactory = Callable[[list[Upstream]], Awaitable[Starlette]]
 
 # Short timings so fault tests finish in seconds.

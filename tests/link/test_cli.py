@@ -14,8 +14,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from remote_api.processes import free_port, running
-from sidecar.models.catalogue import find, llms
+from remote_api.shared.models.catalogue import find, llms
+from remote_api.shared.processes import free_port, running
 from tests.fakes.llama_server import token_text
 
 BIN = Path(sys.executable).parent

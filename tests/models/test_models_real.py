@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import soxr
 
-from sidecar.models.provision import Models
+from remote_api.shared.models.provision import Models
 
 MODELS = Models()
 

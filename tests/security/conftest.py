@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from remote_api.app import build_app
 from remote_api.client import LinkClient
 from remote_api.config import AuthSection, GatewaySection, ServerConfig, StateSection, TlsSection
 from remote_api.credentials import Credentials, TokenSource, pair
+from remote_api.gateway_setup import build_app
 from remote_api.link_config import LinkConfig
 from remote_api.pairing import issue_code
 from remote_api.state import LocalState

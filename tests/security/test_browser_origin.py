@@ -19,13 +19,14 @@ from websockets.exceptions import InvalidStatus
 
 from remote_api.auth import DeviceAuth
 from remote_api.client import Done
-from remote_api.config import ConfigError, GatewaySection, ServerConfig, load_config
+from remote_api.config import GatewaySection, ServerConfig
 from remote_api.credentials import TokenSource
 from remote_api.envelope import AuthError, Envelope, Type, decode, encode
 from remote_api.pairing import FINGERPRINT_HEADER, issue_code, redeem
 from remote_api.protocol import Role
 from remote_api.ratelimit import FailureLimiter
 from remote_api.seal import SealCodec
+from remote_api.shared.config_loader import ConfigError, load_config
 from remote_api.state import LocalState
 from remote_api.tokens import TokenIssuer
 from tests.link.harness import collect

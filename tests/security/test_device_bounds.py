@@ -26,13 +26,14 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
 
 from remote_api.client import Done, Error, LinkClient
-from remote_api.config import ServerConfig, load_config
+from remote_api.config import ServerConfig
 from remote_api.credentials import Credentials, TokenSource, pair
 from remote_api.envelope import CLOSE_LIMIT, Envelope, LimitError, Type, decode, encode
 from remote_api.link_config import LinkConfig
-from remote_api.processes import free_port, running
 from remote_api.protocol import LinkProtocol, Role
 from remote_api.seal import SealCodec
+from remote_api.shared.config_loader import load_config
+from remote_api.shared.processes import free_port, running
 from tests.fakes.llama_server import FakeLlamaServer
 from tests.link import test_protocol as sans_io
 from tests.link.harness import FAST, collect

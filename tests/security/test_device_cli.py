@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from remote_api.processes import free_port, running
+from remote_api.shared.processes import free_port, running
 from remote_api.state import LocalState
 
 from .conftest import expected

@@ -17,7 +17,7 @@ from starlette.requests import HTTPConnection
 
 from remote_api.credentials import TokenSource, pair
 from remote_api.operator import OPERATOR_HEADER, is_operator
-from remote_api.processes import free_port, running
+from remote_api.shared.processes import free_port, running
 from tests.fakes.llama_server import FakeLlamaServer
 
 BIN = Path(sys.executable).parent

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from remote_api.client import Done, Error, LinkClient
-from remote_api.processes import free_port, running
+from remote_api.shared.processes import free_port, running
 from tests.link.harness import FAST, GatewayThread, collect
 
 pytestmark = pytest.mark.llama

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from remote_api.logs import DEBUG_WARNING
-from remote_api.processes import free_port, running
+from remote_api.shared.logs import DEBUG_WARNING
+from remote_api.shared.processes import free_port, running
 from tests.voice.speech import Piper, concat, heard_fraction, save, silence
 
 pytestmark = pytest.mark.llama

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from remote_api.app import open_state
 from remote_api.config import ServerConfig, StateSection
 from remote_api.credentials import Credentials
+from remote_api.gateway_setup import open_state
 from remote_api.pairing import refresh_proof
 
 from .test_failover import Replicas, start_replicas

@@ -21,7 +21,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from remote_api.client import Done, LinkClient, LinkRefused
 from remote_api.config import TlsSection
 from remote_api.credentials import TokenSource
-from remote_api.processes import free_port, running
+from remote_api.shared.processes import free_port, running
 from remote_api.tls import client_context
 from tests.link.harness import FAST, collect
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import platformdirs
 import pytest
 
-from remote_api.config import ConfigError, load_config
+from remote_api.shared.config_loader import ConfigError, load_config
 from sidecar.store import KeyringKey, StoreConfig
 
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from remote_api.processes import free_port, running
+from remote_api.shared.processes import free_port, running
 from sidecar.config import VoiceConfig
-from sidecar.loop import Engines
+from sidecar.voice_loop import Engines
 
 from .speech import Piper
 

@@ -30,11 +30,11 @@ from sidecar.frames import (
     UserTextFrame,
     UserTurnFrame,
 )
-from sidecar.loop import Engines, build
 from sidecar.voice.audio import RATE
 from sidecar.voice.capture import FileSource
-from sidecar.voice.echo import EchoPath
 from sidecar.voice.playback import FileOutput
+from sidecar.voice.simulated_echo import EchoPath
+from sidecar.voice_loop import Engines, build
 
 from .harness import ScriptedLink
 from .speech import espeak, load, noise, save

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import platformdirs
 
-from sidecar.models.provision import Models
+from remote_api.shared.models.provision import Models
 from sidecar.voice.audio import RATE, read_wav, resample, write_wav
 from sidecar.voice.tts import EspeakSynth
 from sidecar.voice.wake import edit_distance

@@ -9,8 +9,8 @@ import pytest
 from sidecar.clock import Steer
 from sidecar.voice.aec import DelayTracker, EchoCanceller, PlayedLog, Reference
 from sidecar.voice.audio import RATE, to_float, to_int16
-from sidecar.voice.echo import EchoPath, room_impulse
 from sidecar.voice.ring import Ring
+from sidecar.voice.simulated_echo import EchoPath, room_impulse
 
 BLOCK = 320
 

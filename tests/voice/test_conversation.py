@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from remote_api.config import ConfigError, load_config
+from remote_api.shared.config_loader import ConfigError, load_config
 from sidecar.config import AppConfig, ChatConfig, PersonaConfig, VoiceConfig
 from sidecar.conversation import Conversation, Exchange, MemoryHistory
 

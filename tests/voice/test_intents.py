@@ -22,10 +22,12 @@ from sidecar.frames import (
     UserTurnFrame,
     VolumeFrame,
 )
-from sidecar.intents import Intents, OutfitTags, Stop, Tell, Volume, Wear, load_catalogue, strip_tags
+from sidecar.intents import Intents, Stop, Tell, Volume, Wear
+from sidecar.outfit_catalogue import load_catalogue
+from sidecar.outfit_tags import OutfitTags, strip_tags
 from sidecar.reply import Reply
-from sidecar.voice.addressing import TurnTaker
 from sidecar.voice.sentences import Sentences
+from sidecar.voice.turn_taking import TurnTaker
 
 from .harness import ScriptedLink, run
 

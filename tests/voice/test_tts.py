@@ -6,12 +6,12 @@ from pathlib import Path
 
 import numpy as np
 
+from remote_api.shared.models.provision import Models
 from sidecar.config import VoiceConfig
 from sidecar.frames import EndFrame, SentenceFrame, SpeechAudioFrame
-from sidecar.loop import load_voices
-from sidecar.models.provision import Models
 from sidecar.voice.audio import RATE, resample
 from sidecar.voice.tts import TTS, EspeakSynth, PiperSynth
+from sidecar.voice_loop import load_voices
 
 from .harness import run
 from .speech import heard_fraction

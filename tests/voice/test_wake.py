@@ -17,8 +17,8 @@ from sidecar.frames import (
     WakeFrame,
 )
 from sidecar.pipeline import Processor
-from sidecar.voice.addressing import TurnTaker, WakeGate
 from sidecar.voice.audio import RATE, to_int16
+from sidecar.voice.turn_taking import TurnTaker, WakeGate
 from sidecar.voice.wake import AcousticWake, NameMatcher, edit_distance
 
 from . import harness

@@ -12,7 +12,6 @@ import logging
 import os
 import signal
 import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,14 +25,14 @@ from sidecar.engine.commands import Commands
 from sidecar.engine.frame_stream import FrameStream
 from sidecar.engine.link import LinkKeeper
 from sidecar.engine.presence import Presence
-from sidecar.engine.session import Sessions
 from sidecar.engine.settings import UserSettings, settings_event, sound_devices
 from sidecar.engine.stored import Saved, StoreHistory, history_event
 from sidecar.engine.unlock import StoreUnlock
-from sidecar.events import TurnTimeline
+from sidecar.engine.voice_session import Sessions
+from sidecar.events import EachEventOnce, TurnTimeline, event_record
 from sidecar.frames import Frame, InputStartedFrame, MouthFrame, OutfitFrame
-from sidecar.intents import catalogue_of
-from sidecar.pipeline import Direction, Observer
+from sidecar.outfit_catalogue import catalogue_of
+from sidecar.pipeline import Observer
 from sidecar.store import Store, StoreConfig, StoreError
 
 log = logging.getLogger(__name__)
@@ -67,12 +66,11 @@ class App:
                                  config.voice.wake_window_s)
         # the outfits the window shows are the ones offered to the model (one manifest, read once)
         self.conversation = Conversation(config.persona, config.chat, outfits=catalogue_of(self.manifest))
-        self.link = LinkKeeper(self.channel.send, self._on_llm_outfit, lambda: self.sessions.reload())
+        self.link = LinkKeeper(self.channel.send, lambda: self.sessions.reload())
         self.sessions = Sessions(config, self.link, self.conversation, self.presence, self._observers,
                                  self.channel.send)
         self.unlock = StoreUnlock(options.store, StoreConfig().keyring_service, self.channel.send)
         self._stop = asyncio.Event()
-        self._seen: OrderedDict[int, Frame] = OrderedDict()
         self._store_error: str = ""
 
     @property
@@ -150,16 +148,11 @@ class App:
     # --- what the pipeline reports ----------------------------------------------------------
 
     def _observers(self) -> list[Observer]:
-        return [self._observe, TurnTimeline(self._forward)]
+        return [EachEventOnce(self._observe), TurnTimeline(self._forward)]
 
-    def _observe(self, source: object, frame: Frame, direction: Direction = Direction.DOWN) -> None:
-        if frame.event is None or id(frame) in self._seen:
-            return
+    def _observe(self, frame: Frame) -> None:
         if isinstance(frame, InputStartedFrame):
             self.sessions.listening()
-        self._seen[id(frame)] = frame  # holding it keeps its id unique while it is remembered
-        if len(self._seen) > 1024:
-            self._seen.popitem(last=False)
         self._forward(frame)  # the event first, then what it changes
         self.presence.observe(frame)
         if isinstance(frame, MouthFrame):  # lip sync on the playback clock (sidecar/voice/playback.py)
@@ -169,14 +162,7 @@ class App:
 
     def _forward(self, frame: Frame) -> None:
         """The event as the headless JSONL log writes it."""
-        self.channel.send({"type": frame.event, "t": round(frame.t if frame.t is not None else 0.0, 4),
-                           **frame.event_data()})
-
-    def _on_llm_outfit(self, outfit: str) -> None:
-        if outfit not in self.outfits:
-            log.warning("rejected outfit %r from the server: not in the catalogue", outfit)
-            return
-        self.set_outfit(outfit, "assistant")
+        self.channel.send(event_record(frame))
 
     def set_outfit(self, outfit: str, source: str) -> None:
         self.channel.send({"type": "outfit", "id": outfit, "source": source})

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sidecar.models.catalogue import CATALOGUE, find
-from sidecar.models.errors import ModelError
-from sidecar.models.provision import Models, default_specs
+from remote_api.shared.models.catalogue import CATALOGUE, find
+from remote_api.shared.models.errors import ModelError
+from remote_api.shared.models.provision import Models, default_specs
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sidecar.models.errors import ModelError
+from remote_api.shared.models.errors import ModelError
 
 __all__ = [
     "ConversionError",

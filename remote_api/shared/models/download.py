@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 from tqdm import tqdm
 
-from sidecar.models import checksums
-from sidecar.models.errors import ModelError
+from remote_api.shared.models import checksums
+from remote_api.shared.models.errors import ModelError
 
 log = logging.getLogger(__name__)
 

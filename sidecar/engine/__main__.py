@@ -1,6 +1,6 @@
-"""`python -m sidecar.app`: the engine of the desktop app, driven by the window over the channel.
+"""`python -m sidecar.engine`: the engine of the desktop app, driven by the window over the channel.
 
-    STELLA_CHANNEL_SECRET=<secret> python -m sidecar.app --server http://gpu-box:8765 --store PATH
+    STELLA_CHANNEL_SECRET=<secret> python -m sidecar.engine --server http://gpu-box:8765 --store PATH
 
 The desktop shell starts and supervises it (desktop/supervisor.py). Once the channel listens
 it prints ``channel_port=<port>`` on stdout; then it opens the encrypted store (asking the
@@ -18,11 +18,11 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from remote_api.config import ConfigError
-from remote_api.logs import setup_logging
+from remote_api.shared.config_loader import ConfigError
+from remote_api.shared.logs import setup_logging
 from sidecar.channel import ChannelError, Launch
 from sidecar.config import load_app_config
-from sidecar.engine.app import App, Options
+from sidecar.engine.core import App, Options
 from sidecar.store import StoreConfig
 from sidecar.workers import with_background_workers
 
@@ -30,7 +30,7 @@ log = logging.getLogger(__name__)
 
 
 def parse(argv: list[str] | None) -> Options:
-    p = argparse.ArgumentParser(prog="python -m sidecar.app", description="Stella's engine for the desktop window")
+    p = argparse.ArgumentParser(prog="python -m sidecar.engine", description="Stella's engine for the desktop window")
     p.add_argument("--config", type=Path, help="TOML settings (env STELLA_SECTION__KEY overrides them)")
     p.add_argument("--server", help="the gateway URL (default: the saved setting, else the config)")
     p.add_argument("--store", type=Path, default=StoreConfig().path, help="the encrypted database")

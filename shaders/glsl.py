@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-SHADER_DIR = Path(__file__).resolve().parents[2] / "shaders"
+SHADER_DIR = Path(__file__).resolve().parent
 
 
 def load(name: str, shader_dir: Path = SHADER_DIR) -> str:

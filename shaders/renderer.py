@@ -19,9 +19,9 @@ import numpy as np
 from PIL import Image
 
 from atlas.manifest import DEFAULT_DIR, Manifest, OutfitEntry
-from desktop.render import shaders
-from desktop.render.glthread import GLThread
-from desktop.render.pixels import png_bytes
+from shaders import glsl
+from shaders.glthread import GLThread
+from shaders.pixels import png_bytes
 
 CROSSFADE_S = 0.15
 # Idle blinking: gaps between blinks (s), cycled, and how long one blink lasts. Mirrored in character.js.
@@ -62,8 +62,8 @@ class _Scene:
         self.ctx = ctx
         self.manifest = manifest
         self.prog = ctx.program(
-            vertex_shader=shaders.for_desktop(shaders.load("character.vert")),
-            fragment_shader=shaders.for_desktop(shaders.load("character.frag")),
+            vertex_shader=glsl.for_desktop(glsl.load("character.vert")),
+            fragment_shader=glsl.for_desktop(glsl.load("character.frag")),
         )
         with Image.open(atlas_path) as img:
             # Rows go up unflipped: v = 0 is the PNG's top row, as in the manifest (and in WebGL).

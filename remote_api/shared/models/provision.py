@@ -17,11 +17,11 @@ from typing import Literal
 
 import platformdirs
 
-from sidecar.models import checksums
-from sidecar.models.catalogue import CATALOGUE, ModelFile, ModelSpec, find
-from sidecar.models.download import download
-from sidecar.models.errors import ModelError
-from sidecar.models.sources import materialise
+from remote_api.shared.models import checksums
+from remote_api.shared.models.catalogue import CATALOGUE, ModelFile, ModelSpec, find
+from remote_api.shared.models.download import download
+from remote_api.shared.models.errors import ModelError
+from remote_api.shared.models.sources import materialise
 
 log = logging.getLogger(__name__)
 

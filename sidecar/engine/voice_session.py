@@ -1,6 +1,6 @@
 """The voice session: a pipeline for the current settings, rebuilt whenever they change.
 
-The voice loop (sidecar/loop.py) runs when the voice models load and the sound devices are
+The voice loop (sidecar/voice_loop.py) runs when the voice models load and the sound devices are
 there; meanwhile, or without them, a typed-turns pipeline made of the same turn taker and
 reply processors serves, and the window is told why.
 """
@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from remote_api.shared.models.errors import ModelError
 from sidecar.channel import Event
 from sidecar.clock import Clock
 from sidecar.config import AppConfig
@@ -18,15 +19,11 @@ from sidecar.engine.link import LinkKeeper
 from sidecar.engine.presence import Presence
 from sidecar.engine.settings import wake_label
 from sidecar.frames import EndFrame
-from sidecar.intents import Intents, OutfitTags
-from sidecar.loop import Engines, build
-from sidecar.models.errors import ModelError
 from sidecar.pipeline import Observer, Pipeline, Source, VoiceError
-from sidecar.reply import Reply
-from sidecar.voice.addressing import TurnTaker
 from sidecar.voice.capture import DeviceSource
 from sidecar.voice.devices import find_device
 from sidecar.voice.playback import DeviceOutput
+from sidecar.voice_loop import Engines, build, typed
 
 
 class IdleSource(Source):
@@ -127,11 +124,7 @@ class Sessions:
             return build(self.config, self.engines, source, output, link, Clock(), self.observers(),
                          self.conversation, self.conversation.outfits)
         self.presence.spoken = False
-        outfits = self.conversation.outfits
-        processors = [IdleSource(), TurnTaker(voice.wake_phrase, voice.wake_window_s,
-                                              intents=Intents(outfits, self.config.persona.name)),
-                      Reply(link, self.conversation, self.config.chat), OutfitTags(outfits)]
-        return Pipeline(processors, Clock(), self.observers())
+        return typed(self.config, IdleSource(), link, self.conversation, Clock(), self.observers())
 
     def _load_engines(self) -> None:
         """Load the voice models in the background; the typed-turns pipeline serves meanwhile."""

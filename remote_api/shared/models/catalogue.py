@@ -38,7 +38,7 @@ class ModelSpec:
     description: str
     license: str
     files: tuple[ModelFile, ...]
-    local_source: str  # key into sidecar.models.sources.LOCAL_SOURCES
+    local_source: str  # key into remote_api.shared.models.sources.LOCAL_SOURCES
     main: str | None = None  # the file `stella models path` prints; None = the folder
     optional: bool = False  # not installed by default
     notes: tuple[str, ...] = field(default_factory=tuple)

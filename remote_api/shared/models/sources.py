@@ -17,8 +17,8 @@ from collections.abc import Callable
 from importlib.resources import files as package_files
 from pathlib import Path
 
-from sidecar.models.catalogue import ModelSpec
-from sidecar.models.errors import ModelError
+from remote_api.shared.models.catalogue import ModelSpec
+from remote_api.shared.models.errors import ModelError
 
 
 def _import(module: str, spec: ModelSpec):
@@ -45,7 +45,7 @@ def _from_package(spec: ModelSpec, arg: str, staging: Path) -> None:
 
 def _from_ct2_whisper(spec: ModelSpec, arg: str, staging: Path) -> None:
     """Convert faster-whisper (CTranslate2) weights shipped in a package to ggml."""
-    from sidecar.models.whisper_ggml import convert_ct2_to_ggml
+    from remote_api.shared.models.whisper_ggml import convert_ct2_to_ggml
 
     module = _import(arg, spec)
     convert_ct2_to_ggml(Path(module.get_model_path()), staging / spec.files[0].name)

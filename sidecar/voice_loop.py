@@ -16,21 +16,23 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from remote_api.shared.models.errors import ModelError
+from remote_api.shared.models.provision import Models
 from sidecar.clock import Clock
 from sidecar.config import AppConfig, VoiceConfig
 from sidecar.conversation import Conversation
-from sidecar.intents import Intents, Outfit, OutfitTags, load_catalogue
-from sidecar.models.errors import ModelError
-from sidecar.models.provision import Models
+from sidecar.intents import Intents
+from sidecar.outfit_catalogue import Outfit, load_catalogue
+from sidecar.outfit_tags import OutfitTags
 from sidecar.pipeline import Observer, Pipeline, Processor, Source, VoiceError
 from sidecar.reply import ChatLink, Reply
-from sidecar.voice.addressing import TurnTaker, WakeGate
 from sidecar.voice.aec import EchoCancel, PlayedLog
 from sidecar.voice.asr import ASR, Transcriber
 from sidecar.voice.bargein import BargeIn, EchoGuard
 from sidecar.voice.playback import Output, Playback
 from sidecar.voice.sentences import Sentences
 from sidecar.voice.tts import TTS, EspeakSynth, PiperSynth, Synthesizer
+from sidecar.voice.turn_taking import TurnTaker, WakeGate
 from sidecar.voice.vad import Endpointer, SileroVad
 from sidecar.voice.wake import AcousticWake, WakeModel
 
@@ -127,5 +129,18 @@ def build(config: AppConfig, engines: Engines, source: Source, output: Output, l
         Playback(output, voice.sentence_pause_ms, volume_db=voice.volume_db, volume_step_db=voice.volume_step_db,
                  played=played),
     ]
-    intents = Intents(outfits, config.persona.name)
-    return Pipeline(listening(voice, engines, source, intents, played) + speaking, clock, observers)
+    return Pipeline(listening(voice, engines, source, _intents(config, outfits), played) + speaking, clock, observers)
+
+
+def typed(config: AppConfig, source: Source, link: ChatLink, conversation: Conversation, clock: Clock,
+          observers: Iterable[Observer] = ()) -> Pipeline:
+    """Typed turns only (no voice models or sound devices): the same turn taker, local intents,
+    reply and outfit tags as `build`, the window's text their only input."""
+    outfits = conversation.outfits
+    taker = TurnTaker(config.voice.wake_phrase, config.voice.wake_window_s, intents=_intents(config, outfits))
+    return Pipeline([source, taker, Reply(link, conversation, config.chat), OutfitTags(outfits)], clock, observers)
+
+
+def _intents(config: AppConfig, outfits: tuple[Outfit, ...]) -> Intents:
+    """The local intents for this catalogue, the character's name dropped as a vocative."""
+    return Intents(outfits, config.persona.name)

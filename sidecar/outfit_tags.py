@@ -1,0 +1,104 @@
+"""The model's outfit tags: `[outfit: ID]` in a reply, offered in the system line
+(`tag_instruction`), taken out of the text as it streams, even split across tokens (`TagFilter`),
+and turned into outfit changes for catalogue ids only by the pipeline processor `OutfitTags`."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Sequence
+
+from sidecar.frames import Frame, InterruptionFrame, OutfitFrame, ReplyDoneFrame, TokenFrame
+from sidecar.outfit_catalogue import Outfit
+from sidecar.pipeline import Direction, Processor
+
+log = logging.getLogger(__name__)
+
+OUTFIT_TAG = re.compile(r"\[\s*outfit\s*[:=]\s*([^\]\s]*)\s*\]", re.IGNORECASE)
+_TAG_PREFIX = re.compile(r"\[\s*(?:o(?:u(?:t(?:f(?:i(?:t(?:\s*[:=]?[^\]]*)?)?)?)?)?)?)?$", re.IGNORECASE)
+MAX_TAG = 48
+
+
+def strip_tags(text: str) -> str:
+    """`text` without [outfit: ...] tags (what is said aloud and kept in the history)."""
+    return " ".join(OUTFIT_TAG.sub(" ", text).split()) if OUTFIT_TAG.search(text) else text
+
+
+def tag_instruction(outfits: Sequence[Outfit]) -> str:
+    """The system line's sentence that offers the outfit tag, with the ids it may use."""
+    return ("To change your outfit, write [outfit: ID] with ID one of: "
+            + ", ".join(o.id for o in outfits) + ".")
+
+
+class TagFilter:
+    """One reply's text in pieces; the text without outfit tags, and the tags' ids, out."""
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, text: str) -> tuple[str, list[str]]:
+        out, ids = [], []
+        buf = self._held + text
+        self._held = ""
+        while buf:
+            start = buf.find("[")
+            if start < 0:
+                out.append(buf)
+                break
+            out.append(buf[:start])
+            buf = buf[start:]
+            end = buf.find("]")
+            if end < 0:
+                if _TAG_PREFIX.match(buf) and len(buf) <= MAX_TAG:
+                    self._held = buf  # may be the start of a tag: wait for more
+                else:
+                    out.append(buf)
+                break
+            tag = OUTFIT_TAG.fullmatch(buf[:end + 1])
+            if tag:
+                ids.append(tag.group(1))
+            else:
+                out.append(buf[:end + 1])
+            buf = buf[end + 1:]
+        return "".join(out), ids
+
+    def flush(self) -> str:
+        """The end of the reply: an unfinished tag is dropped, anything else kept."""
+        held, self._held = self._held, ""
+        return "" if _TAG_PREFIX.match(held) and held.lower().lstrip("[ ").startswith("outfit") else held
+
+
+class OutfitTags(Processor):
+    """Between the reply and the sentences: strips outfit tags, passes on catalogue ones."""
+
+    def __init__(self, outfits: Sequence[Outfit]) -> None:
+        super().__init__()
+        self.ids = {o.id for o in outfits}
+        self._filter = TagFilter()
+        self._turn = 0
+
+    async def process(self, frame: Frame, direction: Direction) -> None:
+        if isinstance(frame, TokenFrame) and direction is Direction.DOWN:
+            if frame.turn != self._turn:
+                self._turn, self._filter = frame.turn, TagFilter()
+            text, ids = self._filter.feed(frame.text)
+            for outfit in ids:
+                await self._wear(outfit)
+            if text:  # the same frame, so the log keeps one line per token (as the model wrote it)
+                frame.text = text
+                await self.push(frame, direction)
+            return
+        if isinstance(frame, ReplyDoneFrame) and frame.turn == self._turn:
+            rest = self._filter.flush()
+            if rest:
+                await self.push(TokenFrame(turn=frame.turn, index=-1, text=rest))
+        elif isinstance(frame, InterruptionFrame):
+            self._filter = TagFilter()
+        await self.push(frame, direction)
+
+    async def _wear(self, outfit: str) -> None:
+        if outfit in self.ids:
+            await self.push(OutfitFrame(id=outfit, source="assistant"))
+        else:
+            log.warning("the reply asked for outfit %r, which is not in the catalogue (%s): ignored", outfit,
+                        ", ".join(sorted(self.ids)))
