@@ -327,6 +327,11 @@ class LinkClient:
             self.link.send(Type.CANCEL, {"rid": rid})
             self._wake.set()
 
+    def warm(self, messages: list[dict[str, str]]) -> None:
+        """Ask the gateway to cache `messages`, the next turn's prefix, so its first token comes sooner."""
+        self.link.send(Type.WARM, {"messages": messages})
+        self._wake.set()
+
     def send_outfit(self, outfit: str) -> None:
         self.link.send(Type.OUTFIT, {"outfit": outfit, "source": "user"})
         self._wake.set()

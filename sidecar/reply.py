@@ -5,6 +5,10 @@ reports it (`HeardFrame`) when the turn ends or is cut short, and the exchange i
 then — all of it, or up to the interruption, marked. Without playback (typed turns read on
 screen) the whole reply is recorded when it ends.
 
+After each recorded exchange, and when the pipeline starts, the next turn's prefix (persona +
+history) is sent to the gateway to warm (`LinkClient.warm`), so llama-server has it cached on
+the session's slot before the user speaks again (remote_api.slots).
+
 A turn that carries its own answer (a clock question, sidecar.intents) is not sent: its answer
 streams on as the reply's one token, so it is shown, spoken and recorded like a model's.
 """
@@ -51,6 +55,8 @@ class ChatLink(Protocol):
     def chat(self, messages: list[dict[str, str]], *, max_tokens: int, temperature: float,
              stop: list[str]) -> ChatTurn: ...
 
+    def warm(self, messages: list[dict[str, str]]) -> None: ...
+
 
 class Reply(Processor):
     """One turn at a time: request, tokens, done. An interruption cancels the turn upstream
@@ -64,6 +70,9 @@ class Reply(Processor):
         self.spoken = spoken
         self._unheard: dict[int, str] = {}  # turn -> the user's words, until playback says what was heard
         self._streaming: tuple[int, list[str]] | None = None  # the turn whose reply is coming in
+
+    async def start(self) -> None:
+        self.link.warm(self.conversation.prefix())  # the session's first turn starts warm too
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         await self.push(frame, direction)
@@ -82,6 +91,7 @@ class Reply(Processor):
             del self._unheard[turn]
         if user is not None:
             self.conversation.record(user, heard.text, interrupted=heard.interrupted)
+            self.link.warm(self.conversation.prefix())
 
     async def _answer(self, user: UserTurnFrame) -> None:
         if user.local_answer is not None:
@@ -127,4 +137,5 @@ class Reply(Processor):
             # the history keeps what is said aloud, not a small model's stray tokens (which it
             # would imitate next turn)
             self.conversation.record(user.text, " ".join(sentences_of(text)))
+            self.link.warm(self.conversation.prefix())
         await self.push(ReplyDoneFrame(turn=user.turn, reason=reason, text=text))

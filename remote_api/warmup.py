@@ -1,0 +1,105 @@
+"""The gateway's I/O shell over `remote_api.slots`: each session's upstream and slot, and its warm-ups.
+
+A session keeps the upstream it first got while that upstream stays healthy (its prompt is
+cached there), and the slot `SlotMap` pins it to. A warm-up (a link `warm` message: the
+session's prefix, persona + history) is one request with no output tokens on that slot; a real
+turn cancels it before taking the slot (`SlotMap.chat` names it), so it never holds a turn up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from remote_api.slots import Lease, SlotMap
+from remote_api.upstream import ChatRequest, Finished, Upstream, UpstreamError, UpstreamPool
+
+log = logging.getLogger(__name__)
+
+
+class SlotKeeper:
+    def __init__(self, pool: UpstreamPool) -> None:
+        self.pool = pool
+        self._maps: dict[Upstream, SlotMap] = {}
+        self._homes: dict[str, Upstream] = {}
+        self._warming: dict[str, asyncio.Task[dict | None]] = {}
+
+    @contextlib.asynccontextmanager
+    async def chat(self, sid: str) -> AsyncIterator[tuple[Upstream, int | None]]:
+        """The upstream and slot for a real turn of session `sid`, held while the turn runs."""
+        upstream, slots = await self._home(sid)
+        lease = slots.chat(sid)
+        await self._preempt(lease)
+        try:
+            yield upstream, lease.slot
+        finally:
+            slots.release(lease)
+
+    async def _preempt(self, lease: Lease) -> None:
+        task = self._warming.get(lease.preempt) if lease.preempt is not None else None
+        if task is not None:
+            task.cancel()  # closes its HTTP stream: llama-server drops it at its next step
+            await asyncio.gather(task, return_exceptions=True)
+
+    def warm(self, sid: str, messages: list[dict[str, str]]) -> None:
+        """Start warming `sid`'s slot with `messages` (replacing its older warm-up), in the background."""
+        old = self._warming.pop(sid, None)
+        if old is not None:
+            old.cancel()
+        task = self._warming[sid] = asyncio.create_task(self._warm(sid, messages, old), name=f"warm-{sid}")
+        task.add_done_callback(lambda t: self._warming.pop(sid, None) if self._warming.get(sid) is t else None)
+
+    async def warmed(self, sid: str) -> dict | None:
+        """Wait for `sid`'s warm-up, if any; llama-server's timings of it (None if it did not run)."""
+        task = self._warming.get(sid)
+        if task is None:
+            return None
+        results = await asyncio.gather(task, return_exceptions=True)
+        return results[0] if isinstance(results[0], dict) else None
+
+    async def _warm(self, sid: str, messages: list[dict[str, str]], older: asyncio.Task | None) -> dict | None:
+        if older is not None:
+            await asyncio.gather(older, return_exceptions=True)
+        try:
+            upstream, slots = await self._home(sid)
+        except UpstreamError as exc:
+            log.info("session %s: no warm-up: %s", sid, exc.code)
+            return None
+        lease = slots.warm(sid)
+        if lease is None:
+            log.debug("session %s: no warm-up now (slot busy or slot count unknown)", sid)
+            return None
+        try:
+            req = ChatRequest(messages=messages, slot=lease.slot, warm=True, temperature=0.0)
+            async with contextlib.aclosing(upstream.stream(req)) as stream:
+                async for item in stream:
+                    if isinstance(item, Finished):
+                        log.info("session %s: slot %s warmed (%s prompt tokens, %s from cache)", sid, lease.slot,
+                                 item.timings.get("prompt_n"), item.timings.get("cache_n"))
+                        return item.timings
+        except UpstreamError as exc:
+            log.info("session %s: warm-up failed: %s", sid, exc.code)
+        except ValueError as exc:  # messages a chat request would refuse too
+            log.info("session %s: warm-up not sent: %s", sid, exc)
+        finally:
+            slots.release(lease)
+        return None
+
+    async def _home(self, sid: str) -> tuple[Upstream, SlotMap]:
+        home = self._homes.get(sid)
+        if home is None or not self.pool.healthy(home):
+            home = self._homes[sid] = await self.pool.pick()
+        slots = self._maps.setdefault(home, SlotMap())
+        slots.resize(self.pool.slot_count(home))
+        return home, slots
+
+    def forget(self, sid: str) -> None:
+        """Session `sid` is over here: stop its warm-up, free its pin."""
+        task = self._warming.pop(sid, None)
+        if task is not None:
+            task.cancel()
+        home = self._homes.pop(sid, None)
+        if home is not None and home in self._maps:
+            self._maps[home].forget(sid)
