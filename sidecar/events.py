@@ -7,6 +7,7 @@ it is first pushed.
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 from collections.abc import Callable
@@ -15,11 +16,13 @@ from pathlib import Path
 from typing import IO
 
 from sidecar.frames import (
+    AudioFrame,
     AudioOutFrame,
     ErrorFrame,
     Frame,
     HeardFrame,
     InterruptionFrame,
+    PlaybackStartFrame,
     ReplyDoneFrame,
     RequestSentFrame,
     SentenceFrame,
@@ -69,11 +72,19 @@ STAGES = (
     ("first_token", "first_sentence", "first_sentence"),
     ("first_sentence", "first_audio", "tts_and_buffer"),
 )
+# The same span as the device sees it (a sound device's marks; a file's have no capture lag).
+DEVICE_STAGES = (
+    ("speech_end_block", "speech_end_captured", "capture_lag"),  # its block complete -> in the pipeline
+    ("first_sentence", "audio_queued", "tts"),
+    ("audio_queued", "audio_written", "prebuffer"),  # queued -> the output took its first sample
+    ("audio_written", "first_audio", "device_latency"),  # -> heard, per the device's own clock
+)
 
 
 @dataclass
 class _Turn:
     marks: dict[str, float] = field(default_factory=dict)
+    buffered_ms: float | None = None
 
     def mark(self, name: str, t: float | None, first: bool = True) -> None:
         if t is not None and (not first or name not in self.marks):
@@ -87,7 +98,11 @@ class TurnTimeline:
     request_sent, first_token, last_token, first_sentence, first_audio (heard), reply_done,
     turn_end; for a reply cut short also interruption (decided: barge-in, "stop"), stopped
     (playback cut) and cancelled (the request cancelled upstream, reply_done's time).
-    `latency_ms.total` is speech_end -> first_audio, the delay the user feels.
+    `latency_ms.total` is speech_end -> first_audio, the delay the user feels. The device side
+    (DEVICE_STAGES): speech_end_block / speech_end_captured (when the microphone block holding
+    the end of speech was complete, and when it reached the pipeline), audio_queued,
+    audio_written (the output callback took the first sample) and `buffered_ms` (audio and
+    device latency ahead of the first sound when it was queued).
     """
 
     def __init__(self, emit: Callable[[TurnTimelineFrame], None]) -> None:
@@ -95,9 +110,13 @@ class TurnTimeline:
         self._turns: dict[int, _Turn] = {}
         self._finished: set[int] = set()  # frames of a turn still travel after it ended
         self._heard: dict[float, tuple[float, float]] = {}  # utterance end -> (endpoint, transcript)
+        self._blocks: collections.deque[tuple[float, float]] = collections.deque(maxlen=256)  # (end, arrived)
 
     def __call__(self, source: Processor | None, frame: Frame, direction: Direction = Direction.DOWN) -> None:
-        if isinstance(frame, TranscriptFrame):
+        if isinstance(frame, AudioFrame):
+            if frame.arrived is not None:
+                self._blocks.append((frame.t + frame.duration, frame.arrived))
+        elif isinstance(frame, TranscriptFrame):
             self._heard[frame.utterance.end] = (frame.utterance.t, frame.t)
             while len(self._heard) > 16:  # transcripts that started no turn
                 self._heard.pop(next(iter(self._heard)))
@@ -108,6 +127,11 @@ class TurnTimeline:
                 endpoint, transcript = self._heard.pop(frame.speech_end, (None, None))
                 turn.mark("endpoint", endpoint)
                 turn.mark("transcript", transcript)
+                for end, arrived in self._blocks:
+                    if end >= frame.speech_end - 1e-6:
+                        turn.mark("speech_end_block", end)
+                        turn.mark("speech_end_captured", arrived)
+                        break
             turn.mark("user_turn", frame.t)
         elif isinstance(frame, RequestSentFrame):
             self._get(frame.turn).mark("request_sent", frame.t)
@@ -118,6 +142,11 @@ class TurnTimeline:
             self._get(frame.turn).mark("first_sentence", frame.t)
         elif isinstance(frame, AudioOutFrame):
             self._get(frame.turn).mark("first_audio", frame.t)
+        elif isinstance(frame, PlaybackStartFrame):
+            turn = self._get(frame.turn)
+            turn.mark("audio_queued", frame.queued)
+            turn.mark("audio_written", frame.written)
+            turn.buffered_ms = frame.buffered_ms
         elif isinstance(frame, ReplyDoneFrame):
             self._get(frame.turn).mark("reply_done", frame.t)
             if frame.reason == "cancelled":
@@ -142,7 +171,10 @@ class TurnTimeline:
         self._finished = {n for n in self._finished if n > number - 32} | {number}
         turn.mark("turn_end", t)
         marks = turn.marks
-        gaps = {name: round((marks[b] - marks[a]) * 1000, 1) for a, b, name in STAGES if a in marks and b in marks}
+        gaps = {name: round((marks[b] - marks[a]) * 1000, 1)
+                for a, b, name in (*STAGES, *DEVICE_STAGES) if a in marks and b in marks}
+        if turn.buffered_ms is not None:
+            gaps["buffered"] = turn.buffered_ms
         start = "speech_end" if "speech_end" in marks else "user_turn"
         if start in marks and "first_audio" in marks:
             gaps["total"] = round((marks["first_audio"] - marks[start]) * 1000, 1)

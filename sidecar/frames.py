@@ -110,6 +110,7 @@ class AudioFrame(DataFrame):
     interruptible: ClassVar[bool] = False
     pcm: np.ndarray
     rate: int
+    arrived: float | None = None  # when a device's block reached the pipeline (session clock)
 
     @property
     def duration(self) -> float:
@@ -283,6 +284,19 @@ class AudioOutFrame(ControlFrame):
     turn: int
     index: int
     duration: float
+
+
+@dataclass(kw_only=True)
+class PlaybackStartFrame(ControlFrame):
+    """The device side of turn `turn`'s first sound, pushed when it is heard (`t`): when its audio
+    was queued, how much was ahead of it then (audio + device latency), when the output took
+    its first sample (the device callback; a file's writer)."""
+
+    event: ClassVar[str] = "playback"
+    turn: int
+    queued: float
+    buffered_ms: float
+    written: float | None
 
 
 @dataclass(kw_only=True)

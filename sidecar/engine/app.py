@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -31,7 +32,7 @@ from sidecar.engine.settings import UserSettings, settings_event, sound_devices
 from sidecar.engine.stored import Saved, StoreHistory, history_event
 from sidecar.engine.unlock import StoreUnlock
 from sidecar.events import TurnTimeline
-from sidecar.frames import Frame, InputStartedFrame, MouthFrame, OutfitFrame
+from sidecar.frames import Frame, InputStartedFrame, MouthFrame, OutfitFrame, TurnTimelineFrame
 from sidecar.intents import catalogue_of
 from sidecar.pipeline import Direction, Observer
 from sidecar.store import Store, StoreConfig, StoreError
@@ -150,7 +151,7 @@ class App:
     # --- what the pipeline reports ----------------------------------------------------------
 
     def _observers(self) -> list[Observer]:
-        return [self._observe, TurnTimeline(self._forward)]
+        return [self._observe, TurnTimeline(self._timeline)]
 
     def _observe(self, source: object, frame: Frame, direction: Direction = Direction.DOWN) -> None:
         if frame.event is None or id(frame) in self._seen:
@@ -166,6 +167,12 @@ class App:
             self.frames.set_mouth(frame.level)
         elif isinstance(frame, OutfitFrame) and frame.id in self.outfits:  # asked for aloud, or tagged in a reply
             self._wear(frame.id)
+
+    def _timeline(self, frame: TurnTimelineFrame) -> None:
+        """A finished turn's timeline: to the app's log (times only, no words) and the window."""
+        log.info("turn timeline %s", json.dumps({"turn": frame.turn, "latency_ms": frame.latency_ms,
+                                                 "marks": frame.marks}))
+        self._forward(frame)
 
     def _forward(self, frame: Frame) -> None:
         """The event as the headless JSONL log writes it."""
