@@ -105,8 +105,9 @@ class TurnTimeline:
     device latency ahead of the first sound when it was queued).
     """
 
-    def __init__(self, emit: Callable[[TurnTimelineFrame], None]) -> None:
+    def __init__(self, emit: Callable[[TurnTimelineFrame], None], *, spoken: bool = True) -> None:
         self.emit = emit
+        self.spoken = spoken  # without playback (typed turns read on screen) a turn ends with its reply
         self._turns: dict[int, _Turn] = {}
         self._finished: set[int] = set()  # frames of a turn still travel after it ended
         self._heard: dict[float, tuple[float, float]] = {}  # utterance end -> (endpoint, transcript)
@@ -146,11 +147,14 @@ class TurnTimeline:
             turn = self._get(frame.turn)
             turn.mark("audio_queued", frame.queued)
             turn.mark("audio_written", frame.written)
+            turn.mark("first_audio", frame.heard, first=False)  # the device's word over the prediction
             turn.buffered_ms = frame.buffered_ms
         elif isinstance(frame, ReplyDoneFrame):
             self._get(frame.turn).mark("reply_done", frame.t)
             if frame.reason == "cancelled":
                 self._get(frame.turn).mark("cancelled", frame.t)
+            if not self.spoken:
+                self._finish(frame.turn, frame.t)
         elif isinstance(frame, InterruptionFrame):
             for turn in self._turns.values():
                 turn.mark("interruption", frame.t)

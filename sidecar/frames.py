@@ -288,15 +288,17 @@ class AudioOutFrame(ControlFrame):
 
 @dataclass(kw_only=True)
 class PlaybackStartFrame(ControlFrame):
-    """The device side of turn `turn`'s first sound, pushed when it is heard (`t`): when its audio
-    was queued, how much was ahead of it then (audio + device latency), when the output took
-    its first sample (the device callback; a file's writer)."""
+    """The device side of turn `turn`'s first sound, pushed once it is heard: when its audio was
+    queued, how much was ahead of it then (audio + device latency, as predicted), when the output
+    took its first sample (the device callback; a file's writer) and when, by the device's latency
+    at that callback, it was heard — later than predicted when the callbacks stalled."""
 
     event: ClassVar[str] = "playback"
     turn: int
     queued: float
     buffered_ms: float
     written: float | None
+    heard: float | None
 
 
 @dataclass(kw_only=True)

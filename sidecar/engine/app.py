@@ -151,7 +151,7 @@ class App:
     # --- what the pipeline reports ----------------------------------------------------------
 
     def _observers(self) -> list[Observer]:
-        return [self._observe, TurnTimeline(self._timeline)]
+        return [self._observe, TurnTimeline(self._timeline, spoken=self.presence.spoken)]
 
     def _observe(self, source: object, frame: Frame, direction: Direction = Direction.DOWN) -> None:
         if frame.event is None or id(frame) in self._seen:

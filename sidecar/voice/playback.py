@@ -60,14 +60,15 @@ class JitterBuffer:
         self._ends = 0.0  # when the last queued sample will have been heard
         self.gain = 1.0  # the volume, applied as audio is pulled so a change is heard at once
         self.played: PlayedLog | None = None  # told every pulled block: the echo canceller's reference
-        self._pulls: collections.deque[tuple[int, float]] = collections.deque(maxlen=512)  # (end, when)
+        # (first ring position, samples, when pulled, when heard) of the last pulls that took audio
+        self._pulls: collections.deque[tuple[int, int, float, float]] = collections.deque(maxlen=512)
 
     def pull(self, out: np.ndarray, plays_at: float, now: float | None = None) -> int:
         """Fill `out` (silence past the queued audio); `plays_at` = when out[0] is heard, `now` =
         when it leaves for the device (default `plays_at`: a file has no latency)."""
         n = self.ring.read_into(out)
         if n:
-            self._pulls.append((self.ring.consumed, plays_at if now is None else now))
+            self._pulls.append((self.ring.consumed - n, n, plays_at if now is None else now, plays_at))
         out[n:] = 0.0
         if self.gain != 1.0:
             out *= self.gain
@@ -87,11 +88,12 @@ class JitterBuffer:
         self._ends = starts + written / self.rate
         return starts
 
-    def taken_at(self, position: int) -> float | None:
-        """When the output pulled ring position `position` (None if not yet, or too long ago)."""
-        for end, when in list(self._pulls):
-            if end > position:
-                return when
+    def taken_at(self, position: int) -> tuple[float, float] | None:
+        """When the output pulled ring position `position` and when that sample is heard, by the
+        device's own latency (None if not pulled yet, or too long ago)."""
+        for start, n, when, heard in list(self._pulls):
+            if start + n > position:
+                return when, heard + max(0, position - start) / self.rate
         return None
 
     def ends_at(self) -> float:
@@ -327,7 +329,7 @@ class Playback(Processor):
             now = self.clock.now()
             self._starts[frame.turn] = (position, PlaybackStartFrame(
                 turn=frame.turn, queued=round(now, 4), buffered_ms=round((starts - now) * 1000, 1), written=None,
-                t=starts))
+                heard=None))
         if self._speaking_turn != frame.turn:
             if self._speaking_turn is not None:  # the previous reply's audio ends where this one starts
                 self._due += self._ended(self._speaking_turn, starts)
@@ -361,9 +363,11 @@ class Playback(Processor):
             while self._due and self._due[0].t <= now:
                 frame = self._due.pop(0)
                 await self.push(frame, Direction.DOWN if isinstance(frame, AudioOutFrame) else Direction.UP)
-                if isinstance(frame, AudioOutFrame) and frame.turn in self._starts:
-                    position, start = self._starts.pop(frame.turn)
-                    start.written = self.output.buffer.taken_at(position)
+            for turn, (position, start) in list(self._starts.items()):  # once the output took it and it is heard
+                taken = self.output.buffer.taken_at(position)
+                if taken is not None and now >= taken[1]:
+                    del self._starts[turn]
+                    start.written, start.heard = round(taken[0], 4), round(taken[1], 4)
                     await self.push(start)
             turn = self._speaking_turn
             ends = self.output.buffer.ends_at()
