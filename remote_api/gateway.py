@@ -488,7 +488,7 @@ class Gateway:
                 messages=body["messages"], max_tokens=body.get("max_tokens", 128),
                 temperature=body.get("temperature", 0.7), seed=body.get("seed"), stop=body.get("stop", []),
             )
-            async with self.slots.chat(session.sid) as (upstream, slot), \
+            async with self.slots.chat(session.sid, req.messages) as (upstream, slot), \
                     contextlib.aclosing(upstream.stream(replace(req, slot=slot))) as stream:
                 async for item in stream:
                     if skip:  # regenerating what the client already has

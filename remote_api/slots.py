@@ -12,12 +12,13 @@ Sans-I/O rules (`SlotMap`, one per upstream; the gateway does the I/O):
 - A session is pinned, at its first request, to the slot with the fewest sessions pinned
   (lowest id on ties); more sessions than slots share slots. The pin lasts until `forget`.
 - A real turn (`chat`) always goes ahead. On its pinned slot when that slot is idle or only
-  warming (the warm-up, whoever's, is named in `Lease.preempt` for the gateway to cancel first:
-  the part of the prefix it evaluated stays in the slot's cache); unpinned (`slot=None`: the
-  server chooses) when another real turn is on it, or when the slot count is unknown.
+  warming (the warm-up, whoever's, is named in `Lease.preempt` for the gateway to end first:
+  cancelled, or, when it is the session's own warm-up of the turn's very prefix, waited for,
+  since that is the turn's own work); unpinned (`slot=None`: the server chooses) when another
+  real turn is on it, or when the slot count is unknown.
 - A warm-up (`warm`) only runs on an idle pinned slot: never when a real turn is on it, never
   when the slot count is unknown (a warm-up on a slot the next turn may not use is wasted work).
-  A newer warm-up of the same session replaces its older one (preempted).
+  A newer warm-up of the same session runs after its older one (named in `preempt`).
 - Every lease is given back with `release`; a lease that no longer owns its slot (preempted,
   or the map resized) releases nothing.
 """

@@ -3,7 +3,9 @@
 A session keeps the upstream it first got while that upstream stays healthy (its prompt is
 cached there), and the slot `SlotMap` pins it to. A warm-up (a link `warm` message: the
 session's prefix, persona + history) is one request with no output tokens on that slot; a real
-turn cancels it before taking the slot (`SlotMap.chat` names it), so it never holds a turn up.
+turn cancels it before taking the slot (`SlotMap.chat` names it), so it never holds a turn up —
+except the session's own warm-up of the turn's very prefix, which the turn waits for: that is
+work the turn must do anyway, and a cancel in the middle of a batch would throw it away.
 """
 
 from __future__ import annotations
@@ -25,29 +27,35 @@ class SlotKeeper:
         self._maps: dict[Upstream, SlotMap] = {}
         self._homes: dict[str, Upstream] = {}
         self._warming: dict[str, asyncio.Task[dict | None]] = {}
+        self._prefixes: dict[str, list[dict[str, str]]] = {}  # what each session's newest warm-up evaluates
 
     @contextlib.asynccontextmanager
-    async def chat(self, sid: str) -> AsyncIterator[tuple[Upstream, int | None]]:
+    async def chat(self, sid: str, messages: list[dict[str, str]]) -> AsyncIterator[tuple[Upstream, int | None]]:
         """The upstream and slot for a real turn of session `sid`, held while the turn runs."""
         upstream, slots = await self._home(sid)
         lease = slots.chat(sid)
-        await self._preempt(lease)
+        await self._preempt(lease, messages)
         try:
             yield upstream, lease.slot
         finally:
             slots.release(lease)
 
-    async def _preempt(self, lease: Lease) -> None:
+    async def _preempt(self, lease: Lease, messages: list[dict[str, str]]) -> None:
+        """Cancel the warm-up on the turn's slot, unless it is evaluating the turn's own prefix: that
+        work the turn needs anyway, and cancelling it mid-batch would throw it away."""
         task = self._warming.get(lease.preempt) if lease.preempt is not None else None
-        if task is not None:
+        if task is None:
+            return
+        warming = self._prefixes.get(lease.preempt, [])
+        if lease.preempt != lease.session or messages[:len(warming)] != warming:
             task.cancel()  # closes its HTTP stream: llama-server drops it at its next step
-            await asyncio.gather(task, return_exceptions=True)
+        await asyncio.gather(task, return_exceptions=True)
 
     def warm(self, sid: str, messages: list[dict[str, str]]) -> None:
-        """Start warming `sid`'s slot with `messages` (replacing its older warm-up), in the background."""
+        """Warm `sid`'s slot with `messages` in the background, after its warm-up in hand (whose work
+        the newer one reuses: the history only grows at the end between two warm-ups)."""
         old = self._warming.pop(sid, None)
-        if old is not None:
-            old.cancel()
+        self._prefixes[sid] = messages
         task = self._warming[sid] = asyncio.create_task(self._warm(sid, messages, old), name=f"warm-{sid}")
         task.add_done_callback(lambda t: self._warming.pop(sid, None) if self._warming.get(sid) is t else None)
 
@@ -100,6 +108,7 @@ class SlotKeeper:
         task = self._warming.pop(sid, None)
         if task is not None:
             task.cancel()
+        self._prefixes.pop(sid, None)
         home = self._homes.pop(sid, None)
         if home is not None and home in self._maps:
             self._maps[home].forget(sid)

@@ -176,7 +176,7 @@ def main() -> int:
         state = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="stella-bench-")))
         env = {**os.environ, **keyring.env, "PULSE_SERVER": pulse.env["PULSE_SERVER"],
                "PULSE_SOURCE": f"{pulse.mic}.monitor", "PULSE_SINK": pulse.speaker, "DISPLAY": xvfb.display,
-               "XDG_STATE_HOME": str(state), "STELLA_CHAT__TEMPERATURE": "0",
+               "HOME": os.environ["HOME"], "XDG_STATE_HOME": str(state), "STELLA_CHAT__TEMPERATURE": "0",
                "QTWEBENGINE_REMOTE_DEBUGGING": str(free_port()), "QTWEBENGINE_DISABLE_SANDBOX": "1"}
         cmd = [sys.executable, "-m", "desktop.cli", "run", "--store", str(state / "stella.db"), "--voice", "auto"]
         app = subprocess.Popen([*cmd, *(["--server", args.server] if args.server else [])], env=env, cwd=REPO)
