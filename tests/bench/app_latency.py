@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import glob
 import json
 import os
 import platform
@@ -47,6 +46,7 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 
 from remote_api.processes import free_port  # noqa: E402
+from sidecar.events import DEVICE_STAGES, STAGES  # noqa: E402
 from sidecar.voice.audio import RATE, resample, to_int16  # noqa: E402
 from tests import services  # noqa: E402
 from tests.desktop import screen  # noqa: E402
@@ -133,14 +133,9 @@ def calibrate(env: dict[str, str], rec: Recorder) -> float:
     return (right - left) / PULSE_RATE
 
 
-def app_log_timelines(state: Path) -> list[dict]:
-    lines = []
-    for path in glob.glob(str(state / "**" / "stella.log"), recursive=True):
-        for line in Path(path).read_text(errors="replace").splitlines():
-            found = re.search(r"turn timeline (\{.*\})$", line)
-            if found:
-                lines.append(json.loads(found[1]))
-    return lines
+def app_log_timelines(text: str) -> list[dict]:
+    """The app's "turn timeline" log lines (times only, no words)."""
+    return [json.loads(found[1]) for found in re.finditer(r"turn timeline (\{.*\})$", text, re.M)]
 
 
 def wait_quiet(rec: Recorder, since: int, channel: int, quiet_s: float, timeout: float) -> int | None:
@@ -179,7 +174,9 @@ def main() -> int:
                "HOME": os.environ["HOME"], "XDG_STATE_HOME": str(state), "STELLA_CHAT__TEMPERATURE": "0",
                "QTWEBENGINE_REMOTE_DEBUGGING": str(free_port()), "QTWEBENGINE_DISABLE_SANDBOX": "1"}
         cmd = [sys.executable, "-m", "desktop.cli", "run", "--store", str(state / "stella.db"), "--voice", "auto"]
-        app = subprocess.Popen([*cmd, *(["--server", args.server] if args.server else [])], env=env, cwd=REPO)
+        output = (state / "app.log").open("w")
+        app = subprocess.Popen([*cmd, *(["--server", args.server] if args.server else [])], env=env, cwd=REPO,
+                               stdout=output, stderr=subprocess.STDOUT)
         stack.callback(lambda: (app.poll() is None and (app.terminate(), app.wait(30))))
         page = screen.DevTools(int(env["QTWEBENGINE_REMOTE_DEBUGGING"]), timeout=300)
         stack.callback(page.close)
@@ -211,7 +208,7 @@ def main() -> int:
             turns.append({"voice": voice, "question": question, "total": total})
             print(f"turn {n} ({voice}): {question!r} -> her voice after {total:.2f} s", flush=True)
             time.sleep(1.0)
-        timelines = app_log_timelines(state)
+        timelines = app_log_timelines((state / "app.log").read_text(errors="replace"))
     write(turns, timelines, offset, args)
     return 0
 
@@ -220,7 +217,9 @@ def write(turns: list[dict], timelines: list[dict], offset: float, args: argpars
     measured = sorted(t["total"] for t in turns if t["total"] is not None)
     q = statistics.quantiles(measured, n=10) if len(measured) >= 2 else measured * 9
     p50, p90 = statistics.median(measured) if measured else float("nan"), q[8] if q else float("nan")
-    stages = sorted({k for t in timelines for k in t["latency_ms"]})
+    order = [name for _, _, name in (*STAGES, *DEVICE_STAGES)] + ["buffered", "total"]
+    seen = {k for t in timelines for k in t["latency_ms"]}
+    stages = [s for s in order if s in seen] + sorted(seen - set(order))
     lines = [
         "# The real app: end of the question's words -> her voice",
         "",
