@@ -85,6 +85,7 @@ DEVICE_STAGES = (
 class _Turn:
     marks: dict[str, float] = field(default_factory=dict)
     buffered_ms: float | None = None
+    prompt: dict[str, int] = field(default_factory=dict)
 
     def mark(self, name: str, t: float | None, first: bool = True) -> None:
         if t is not None and (not first or name not in self.marks):
@@ -151,6 +152,8 @@ class TurnTimeline:
             turn.buffered_ms = frame.buffered_ms
         elif isinstance(frame, ReplyDoneFrame):
             self._get(frame.turn).mark("reply_done", frame.t)
+            if frame.prompt_tokens is not None:
+                self._get(frame.turn).prompt = {"evaluated": frame.prompt_tokens, "cached": frame.cached_tokens or 0}
             if frame.reason == "cancelled":
                 self._get(frame.turn).mark("cancelled", frame.t)
             if not self.spoken:
@@ -183,4 +186,4 @@ class TurnTimeline:
         if start in marks and "first_audio" in marks:
             gaps["total"] = round((marks["first_audio"] - marks[start]) * 1000, 1)
         self.emit(TurnTimelineFrame(turn=number, marks={k: round(v, 4) for k, v in marks.items()},
-                                    latency_ms=gaps, t=t))
+                                    latency_ms=gaps, prompt=turn.prompt, t=t))

@@ -252,6 +252,9 @@ class ReplyDoneFrame(ControlFrame):
     turn: int
     reason: str
     text: str
+    # llama-server's own count of the prompt: tokens evaluated now and served from its cache
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
 
 
 @dataclass(kw_only=True)
@@ -330,6 +333,7 @@ class TurnTimelineFrame(ControlFrame):
     turn: int
     marks: dict[str, float]
     latency_ms: dict[str, float]
+    prompt: dict[str, int] = field(default_factory=dict)  # llama-server's tokens: evaluated, cached
 
 
 @dataclass(kw_only=True)

@@ -103,7 +103,7 @@ class Reply(Processor):
         if self.spoken:
             self._unheard[user.turn] = user.text
         self._streaming = (user.turn, pieces)
-        reason = "error"
+        reason, timings = "error", {}
         try:
             await self.push(RequestSentFrame(turn=user.turn, rid=turn.rid))
             async with asyncio.timeout(self.chat.reply_timeout_s):
@@ -112,7 +112,7 @@ class Reply(Processor):
                         pieces.append(event.text)
                         await self.push(TokenFrame(turn=user.turn, index=event.index, text=event.text))
                     elif isinstance(event, Done):
-                        reason = event.reason
+                        reason, timings = event.reason, event.timings
                     elif isinstance(event, LinkErrorEvent):
                         await self.push(ErrorFrame(code=event.code, message=f"{event.message} {event.action}"))
         except asyncio.CancelledError:  # an interruption: stop the generation on the server too
@@ -124,7 +124,7 @@ class Reply(Processor):
                 f"The server sent no complete reply within {self.chat.reply_timeout_s:g} s. "
                 "Check that the Stella server and its llama-server are running.")))
         self._streaming = None
-        await self._done(user, strip_tags("".join(pieces)), reason)
+        await self._done(user, strip_tags("".join(pieces)), reason, timings)
 
     async def _answer_locally(self, user: UserTurnFrame, answer: str) -> None:
         if self.spoken:
@@ -132,10 +132,12 @@ class Reply(Processor):
         await self.push(TokenFrame(turn=user.turn, index=0, text=answer))
         await self._done(user, answer, "stop")
 
-    async def _done(self, user: UserTurnFrame, text: str, reason: str) -> None:
+    async def _done(self, user: UserTurnFrame, text: str, reason: str, timings: dict | None = None) -> None:
         if not self.spoken:
             # the history keeps what is said aloud, not a small model's stray tokens (which it
             # would imitate next turn)
             self.conversation.record(user.text, " ".join(sentences_of(text)))
             self.link.warm(self.conversation.prefix())
-        await self.push(ReplyDoneFrame(turn=user.turn, reason=reason, text=text))
+        counts = {k: v for k, v in (timings or {}).items() if isinstance(v, int)}
+        await self.push(ReplyDoneFrame(turn=user.turn, reason=reason, text=text,
+                                       prompt_tokens=counts.get("prompt_n"), cached_tokens=counts.get("cache_n")))

@@ -171,7 +171,7 @@ class App:
     def _timeline(self, frame: TurnTimelineFrame) -> None:
         """A finished turn's timeline: to the app's log (times only, no words) and the window."""
         log.info("turn timeline %s", json.dumps({"turn": frame.turn, "latency_ms": frame.latency_ms,
-                                                 "marks": frame.marks}))
+                                                 "prompt": frame.prompt, "marks": frame.marks}))
         self._forward(frame)
 
     def _forward(self, frame: Frame) -> None:
