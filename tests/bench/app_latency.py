@@ -50,6 +50,7 @@ from sidecar.events import DEVICE_STAGES, STAGES  # noqa: E402
 from sidecar.voice.audio import RATE, resample, to_int16  # noqa: E402
 from tests import services  # noqa: E402
 from tests.desktop import screen  # noqa: E402
+from tests.desktop.processes import descendants  # noqa: E402
 from tests.voice.speech import Piper, concat, espeak, silence  # noqa: E402
 
 PULSE_RATE = 48000
@@ -133,6 +134,19 @@ def calibrate(env: dict[str, str], rec: Recorder) -> float:
     return (right - left) / PULSE_RATE
 
 
+def cpu_seconds(root: int) -> dict[str, float]:
+    """CPU time used so far by each kind of process of the app (by command name), in seconds."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    used: dict[str, float] = {}
+    for pid in descendants(root):
+        with contextlib.suppress(OSError):
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            name = stat[stat.index("(") + 1:stat.rindex(")")]
+            fields = stat.rsplit(")", 1)[1].split()
+            used[name] = used.get(name, 0.0) + (int(fields[11]) + int(fields[12])) / ticks
+    return used
+
+
 def app_log_timelines(text: str) -> list[dict]:
     """The app's "turn timeline" log lines (times only, no words)."""
     return [json.loads(found[1]) for found in re.finditer(r"turn timeline (\{.*\})$", text, re.M)]
@@ -185,6 +199,7 @@ def main() -> int:
         offset = calibrate(sound, rec)
         print(f"one-clock offset (speaker channel behind microphone channel): {offset * 1000:.1f} ms", flush=True)
         plan = [(v, q) for _ in range(args.rounds) for q in QUESTIONS for v in VOICES]
+        cpu_before, wall_before = cpu_seconds(app.pid), time.monotonic()
         clips = {}
         for n, (voice, question) in enumerate(plan, 1):
             key = (voice, question)
@@ -208,12 +223,15 @@ def main() -> int:
             turns.append({"voice": voice, "question": question, "total": total})
             print(f"turn {n} ({voice}): {question!r} -> her voice after {total:.2f} s", flush=True)
             time.sleep(1.0)
+        cpu_after, wall = cpu_seconds(app.pid), time.monotonic() - wall_before
+        cpu = {name: (used - cpu_before.get(name, 0.0)) / wall for name, used in cpu_after.items()}
         timelines = app_log_timelines((state / "app.log").read_text(errors="replace"))
-    write(turns, timelines, offset, args)
+    write(turns, timelines, offset, args, cpu)
     return 0
 
 
-def write(turns: list[dict], timelines: list[dict], offset: float, args: argparse.Namespace) -> None:
+def write(turns: list[dict], timelines: list[dict], offset: float, args: argparse.Namespace,
+          cpu: dict[str, float]) -> None:
     measured = sorted(t["total"] for t in turns if t["total"] is not None)
     q = statistics.quantiles(measured, n=10) if len(measured) >= 2 else measured * 9
     p50, p90 = statistics.median(measured) if measured else float("nan"), q[8] if q else float("nan")
@@ -238,10 +256,17 @@ def write(turns: list[dict], timelines: list[dict], offset: float, args: argpars
         "",
         "The app's own turn timeline (its log), per turn, ms:",
         "",
-        "| turn | " + " | ".join(stages) + " |",
-        "|---" * (len(stages) + 1) + "|",
-        *(f"| {t['turn']} | " + " | ".join(str(t["latency_ms"].get(s, "")) for s in stages) + " |"
+        "| turn | " + " | ".join(stages) + " | prompt tokens evaluated / from cache |",
+        "|---" * (len(stages) + 2) + "|",
+        *(f"| {t['turn']} | " + " | ".join(str(t["latency_ms"].get(s, "")) for s in stages)
+          + f" | {t.get('prompt', {}).get('evaluated', '?')} / {t.get('prompt', {}).get('cached', '?')} |"
           for t in timelines),
+        "",
+        "CPU used by the app's processes during the turns (cores, of 2):",
+        "",
+        "| process | cores |",
+        "|---|---:|",
+        *(f"| {name} | {cores:.2f} |" for name, cores in sorted(cpu.items(), key=lambda kv: -kv[1]) if cores >= 0.005),
         "",
     ]
     RESULTS.write_text("\n".join(lines))
