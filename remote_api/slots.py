@@ -18,7 +18,8 @@ Sans-I/O rules (`SlotMap`, one per upstream; the gateway does the I/O):
   real turn is on it, or when the slot count is unknown.
 - A warm-up (`warm`) only runs on an idle pinned slot: never when a real turn is on it, never
   when the slot count is unknown (a warm-up on a slot the next turn may not use is wasted work).
-  A newer warm-up of the same session runs after its older one (named in `preempt`).
+  A session has one warm-up at a time (the gateway runs the newest it was sent once the one in
+  hand ends); `preempt` names one still holding the slot.
 - Every lease is given back with `release`; a lease that no longer owns its slot (preempted,
   or the map resized) releases nothing.
 """

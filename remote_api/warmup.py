@@ -52,12 +52,21 @@ class SlotKeeper:
         await asyncio.gather(task, return_exceptions=True)
 
     def warm(self, sid: str, messages: list[dict[str, str]]) -> None:
-        """Warm `sid`'s slot with `messages` in the background, after its warm-up in hand (whose work
-        the newer one reuses: the history only grows at the end between two warm-ups)."""
-        old = self._warming.pop(sid, None)
+        """Warm `sid`'s slot with `messages` in the background. One warm-up per session at a time:
+        one asked for while another runs waits for it (whose work it reuses), and only the newest
+        of those waiting runs, so a client sending many cannot queue up work."""
         self._prefixes[sid] = messages
-        task = self._warming[sid] = asyncio.create_task(self._warm(sid, messages, old), name=f"warm-{sid}")
+        if sid in self._warming:
+            return
+        task = self._warming[sid] = asyncio.create_task(self._warm_newest(sid), name=f"warm-{sid}")
         task.add_done_callback(lambda t: self._warming.pop(sid, None) if self._warming.get(sid) is t else None)
+
+    async def _warm_newest(self, sid: str) -> dict | None:
+        timings, done = None, None
+        while (newest := self._prefixes.get(sid)) is not None and newest is not done:
+            done = newest
+            timings = await self._warm(sid, newest)
+        return timings
 
     async def warmed(self, sid: str) -> dict | None:
         """Wait for `sid`'s warm-up, if any; llama-server's timings of it (None if it did not run)."""
@@ -67,9 +76,7 @@ class SlotKeeper:
         results = await asyncio.gather(task, return_exceptions=True)
         return results[0] if isinstance(results[0], dict) else None
 
-    async def _warm(self, sid: str, messages: list[dict[str, str]], older: asyncio.Task | None) -> dict | None:
-        if older is not None:
-            await asyncio.gather(older, return_exceptions=True)
+    async def _warm(self, sid: str, messages: list[dict[str, str]]) -> dict | None:
         try:
             upstream, slots = await self._home(sid)
         except UpstreamError as exc:

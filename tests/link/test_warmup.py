@@ -98,3 +98,17 @@ def test_without_a_slot_count_nothing_is_warmed_and_turns_go_unpinned():
 
     warmed, slot, requests = asyncio.run(scenario())
     assert warmed is None and slot is None and requests == [["chat", None, "done"]]
+
+
+def test_warm_ups_sent_while_one_runs_collapse_into_the_newest():
+    async def scenario():
+        up = FakeUpstream()
+        keeper = SlotKeeper(FakePool(up, 2))
+        for n in range(50):  # a client sending many: one runs, then only the newest
+            keeper.warm("a", [*PREFIX, {"role": "user", "content": f"{n}"}, {"role": "assistant", "content": "ok"}])
+            await asyncio.sleep(0)
+        up.release.set()
+        await keeper.warmed("a")
+        return up.requests
+
+    assert asyncio.run(scenario()) == [["warm", 0, "done"], ["warm", 0, "done"]]
