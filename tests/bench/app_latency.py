@@ -194,7 +194,7 @@ def main() -> int:
         stack.callback(lambda: (app.poll() is None and (app.terminate(), app.wait(30))))
         page = screen.DevTools(int(env["QTWEBENGINE_REMOTE_DEBUGGING"]), timeout=300)
         stack.callback(page.close)
-        page.wait("document.getElementById('wake').dataset.voice === 'ready'", 300)
+        page.wait("document.getElementById('wake')?.dataset.voice === 'ready'", 300)  # the DOM may not be there yet
         time.sleep(2.0)  # the microphone stream delivers 1-2 s after it starts
         offset = calibrate(sound, rec)
         print(f"one-clock offset (speaker channel behind microphone channel): {offset * 1000:.1f} ms", flush=True)
