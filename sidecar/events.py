@@ -101,7 +101,9 @@ class TurnTimeline:
     (playback cut) and cancelled (the request cancelled upstream, reply_done's time).
     `latency_ms.total` is speech_end -> first_audio, the delay the user feels. The device side
     (DEVICE_STAGES): speech_end_block / speech_end_captured (when the microphone block holding
-    the end of speech was complete, and when it reached the pipeline), audio_queued,
+    the end of speech was complete, and when it reached the pipeline, on the wall clock whose
+    origin is the first block's arrival: a capture lag a few ms below zero is that origin's
+    error, its growth is real), audio_queued,
     audio_written (the output callback took the first sample) and `buffered_ms` (audio and
     device latency ahead of the first sound when it was queued).
     """
