@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--store", type=Path, help="the encrypted database (default: in your user data folder)")
     run.add_argument("--voice", choices=("auto", "off"), default="auto",
                      help="auto: listen and speak when the models and sound devices allow; off: typed turns only")
+    run.add_argument("--debug-timeline", action="store_true",
+                     help="show each turn's timeline (speech end to first audio, with the gaps) in the window")
     run.add_argument("--verbose", action="store_true",
                      help="in the terminal chat, show the log lines too (normally only in the log file)")
     run.set_defaults(func=_run)
@@ -44,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    window = WindowOptions(config=args.app_config, voice=args.voice)
+    window = WindowOptions(config=args.app_config, voice=args.voice, debug_timeline=args.debug_timeline)
     if args.store is not None:
         window = replace(window, store=args.store)
     return launcher.run(args.server, args.config, window, verbose=args.verbose, log_level=args.log_level)

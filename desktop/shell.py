@@ -54,6 +54,7 @@ class WindowOptions:
     store: Path = field(default_factory=lambda: StoreConfig().path)
     voice: str = "auto"
     title: str = "Stella"
+    debug_timeline: bool = False  # show each turn's timeline in a panel of the window
 
     def engine_args(self) -> list[str]:
         args = ["--store", str(self.store), "--voice", self.voice]
@@ -115,11 +116,14 @@ def run_window(options: WindowOptions) -> int:
         window: webview.Window | None = None
         shown_port = free_port()
 
+        def page_url(port: int) -> str:
+            return assets.page_url(port, secret) + ("&debug=timeline" if options.debug_timeline else "")
+
         def follow_engine(status: EngineStatus) -> None:
             nonlocal shown_port
             if status.state == "running" and status.port != shown_port and window is not None:
                 shown_port = status.port  # the engine could not keep its port: point the page at the new one
-                window.load_url(assets.page_url(shown_port, secret))
+                window.load_url(page_url(shown_port))
 
         supervisor = Supervisor(engine_command(*options.engine_args()), Launch(secret, shown_port),
                                 on_status=follow_engine)
@@ -128,7 +132,7 @@ def run_window(options: WindowOptions) -> int:
             _webengine_env(flags.result())
             geometry = keeper.geometry.on_screens([(s.x, s.y, s.width, s.height) for s in webview.screens])
             window = webview.create_window(
-                options.title, assets.page_url(shown_port, secret), width=geometry.width, height=geometry.height,
+                options.title, page_url(shown_port), width=geometry.width, height=geometry.height,
                 x=geometry.x, y=geometry.y, maximized=geometry.maximized, min_size=MIN_SIZE,
                 background_color=BACKGROUND, text_select=True)
             window.events.moved += keeper.moved

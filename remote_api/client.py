@@ -325,6 +325,11 @@ class LinkClient:
             self.link.send(Type.CANCEL, {"rid": rid})
             self._wake.set()
 
+    def warm(self, messages: list[dict[str, str]]) -> None:
+        """Ask the gateway to cache `messages`, the next turn's prefix, so its first token comes sooner."""
+        self.link.send(Type.WARM, {"messages": messages})
+        self._wake.set()
+
     # --- keeping the session up -----------------------------------------------------------
 
     async def _maintain(self) -> None:

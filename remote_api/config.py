@@ -45,7 +45,10 @@ class LlamaSection:
     model: Path | None = None
     host: str = "127.0.0.1"
     port: int = 0  # 0 = a free port
-    threads: int = 2
+    # One thread: llama.cpp's threads wait for each other at every step, so when the voice loop, the
+    # window or anything else takes a core, two threads stall each other (measured under load on 2
+    # cores: 1.5-3.9 tok/s and first tokens of 1.2-3 s with 2 threads, 14-20 tok/s and 0.16-0.8 s with 1).
+    threads: int = 1
     ctx: int = 2048
     parallel: int = 2
     # A llama.cpp built-in chat template (e.g. "vicuna", run with --no-jinja), or "" for the

@@ -32,6 +32,7 @@ class Type(StrEnum):
     WELCOME = "welcome"  # server -> client: session id and where the server resumes from
     CHAT = "chat"  # client -> server: a chat request, idempotent by its `rid`
     CANCEL = "cancel"  # client -> server: stop generating reply `rid`
+    WARM = "warm"  # client -> server: the next turn's prefix, to cache on the session's slot (a hint)
     TOKEN = "token"  # server -> client: one piece of reply `rid`
     DONE = "done"  # server -> client: reply `rid` finished (reason, counts, timings)
     ERROR = "error"  # either way: code + message + action (data when about a reply)
@@ -42,9 +43,9 @@ class Type(StrEnum):
     BYE = "bye"  # client -> server: the session is over, free it
 
 
-DATA_TYPES = frozenset({Type.CHAT, Type.CANCEL, Type.TOKEN, Type.DONE, Type.ERROR, Type.OUTFIT})
+DATA_TYPES = frozenset({Type.CHAT, Type.CANCEL, Type.WARM, Type.TOKEN, Type.DONE, Type.ERROR, Type.OUTFIT})
 CLIENT_TYPES = frozenset(
-    {Type.HELLO, Type.CHAT, Type.CANCEL, Type.OUTFIT, Type.PING, Type.ACK, Type.BYE, Type.ERROR}
+    {Type.HELLO, Type.CHAT, Type.CANCEL, Type.WARM, Type.OUTFIT, Type.PING, Type.ACK, Type.BYE, Type.ERROR}
 )
 SERVER_TYPES = frozenset(
     {Type.WELCOME, Type.TOKEN, Type.DONE, Type.ERROR, Type.OUTFIT, Type.PONG, Type.ACK}
@@ -247,6 +248,9 @@ BODY_SCHEMAS: dict[Type, dict[str, tuple[Check, bool, str]]] = {
         "stop": (_stops, False, "a list of at most 16 short strings"),
     },
     Type.CANCEL: {"rid": (_ident, True, "the id of the request to cancel")},
+    # No answer: the gateway evaluates `messages` (persona + history, no question) into the
+    # session's pinned llama-server slot, generating nothing; a chat preempts it (remote_api.slots).
+    Type.WARM: {"messages": (_messages, True, "a list of {role: system|user|assistant, content: text}")},
     Type.TOKEN: {
         "rid": (_ident, True, "a request id"),
         "i": (_count(0, 2**31), True, "the token's index in the reply"),

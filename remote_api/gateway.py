@@ -39,6 +39,7 @@ import math
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from starlette.applications import Starlette
@@ -66,6 +67,7 @@ from remote_api.state import MemorySessions, SessionStore, StateError
 from remote_api.upstream import Upstream
 from remote_api.upstream_pool import UpstreamPool
 from remote_api.upstream_types import ACTIONS, ChatRequest, Finished, UpstreamError
+from remote_api.warmup import SlotKeeper
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +130,7 @@ class Gateway:
         self.config = config
         self.upstreams = upstreams
         self.pool = UpstreamPool(upstreams, check_interval=health_interval)
+        self.slots = SlotKeeper(self.pool)  # each session's upstream, pinned slot and warm-ups
         self.authenticate = authenticate
         self.recheck = recheck
         self.operator_secret = operator_secret
@@ -191,6 +194,7 @@ class Gateway:
         if session.attachment is not None:
             session.attachment.close(code, reason)
             session.attachment = None
+        self.slots.forget(session.sid)
         tasks = [*session.turns.values(), *([session.runner] if session.runner else [])]
         for task in tasks:
             task.cancel()
@@ -204,6 +208,7 @@ class Gateway:
     def _let_go(self, session: Session, reason: str) -> None:
         """Another replica owns the session now: drop it here without a word to the client."""
         log.info("session %s: %s", session.sid, reason)
+        self.slots.forget(session.sid)
         self.registry.remove(session)
         if session.attachment is not None:
             session.attachment.close(CLOSE_SUPERSEDED, reason)
@@ -386,6 +391,9 @@ class Gateway:
                 turn.cancel()
         elif msg.type is Type.OUTFIT:
             log.info("session %s: outfit %s", session.sid, msg.body["outfit"])
+        elif msg.type is Type.WARM:  # a hint: skipped while the device is at its bound of replies
+            if self._generating[device_of(session.identity)] < self.config.max_generations_per_device:
+                self.slots.warm(session.sid, msg.body["messages"])
 
     def _start_turn(self, session: Session, rid: str, turn: TurnProgress) -> None:
         """Generate reply `rid`, counted against its device until the task is over."""
@@ -418,8 +426,8 @@ class Gateway:
                 messages=body["messages"], max_tokens=body.get("max_tokens", 128),
                 temperature=body.get("temperature", 0.7), seed=body.get("seed"), stop=body.get("stop", []),
             )
-            upstream = await self.pool.pick()
-            async with contextlib.aclosing(upstream.stream(req)) as stream:
+            async with self.slots.chat(session.sid, req.messages) as (upstream, slot), \
+                    contextlib.aclosing(upstream.stream(replace(req, slot=slot))) as stream:
                 async for item in stream:
                     if skip:  # regenerating what the client already has
                         if isinstance(item, Finished):

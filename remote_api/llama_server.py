@@ -48,7 +48,7 @@ class LlamaServer:
         *,
         host: str = "127.0.0.1",
         port: int = 0,
-        threads: int = 2,
+        threads: int = 1,  # see remote_api.config.LlamaSection.threads
         ctx: int = 2048,
         parallel: int = 2,
         chat_template: str = "vicuna",  # "" = the GGUF's own template

@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 _CONNECT_TIMEOUT = 10.0  # a LAN/loopback server answers a SYN in milliseconds
 _HEALTH_TIMEOUT = 3.0  # health checks must not hold up picking an upstream
 _ERROR_BODY_LIMIT = 64 * 1024  # error bodies are tiny JSON; never buffer a hostile one
+_NEXT_TURN = "\u2063next-turn\u2063"  # a user turn no one types: where a warm-up's prefix ends
 _KEY_ACTION = ("set the gateway's gateway.upstream_key (STELLA_GATEWAY__UPSTREAM_KEY) to that server's "
                "--api-key")
 
@@ -88,8 +89,8 @@ class Upstream:
         if self.api == "completion":
             path = "/completion"
             body: dict[str, Any] = {
-                "prompt": await self._apply_template(req.messages),
-                "n_predict": req.max_tokens,
+                "prompt": await self._apply_template(req.messages, req.warm),
+                "n_predict": 0 if req.warm else req.max_tokens,
                 "cache_prompt": True,  # the next turn shares the history prefix
             }
             events: _CompletionEvents | _ChatEvents = _CompletionEvents(self)
@@ -97,13 +98,15 @@ class Upstream:
             path = "/v1/chat/completions"
             body = {
                 "messages": req.messages,
-                "max_tokens": req.max_tokens,
+                "max_tokens": 0 if req.warm else req.max_tokens,
                 "stream_options": {"include_usage": True},  # the exact generated-token count
             }
             events = _ChatEvents(self)
         body.update(temperature=req.temperature, stop=req.stop, stream=True)
         if req.seed is not None:
             body["seed"] = req.seed
+        if req.slot is not None:
+            body["id_slot"] = req.slot
         parser = SSEParser()
         answered = False
         deltas = 0
@@ -118,8 +121,10 @@ class Upstream:
                     for data in parser.feed(chunk):
                         for item in events.feed(data):
                             if isinstance(item, Finished):
-                                log.info("%r: %d tokens (%s), first token after %.0f ms",
-                                         self, item.tokens, item.reason, first_token_s * 1000)
+                                log.info("%r: %d tokens (%s), first token after %.0f ms; prompt %s tokens, "
+                                         "%s from cache (slot %s)", self, item.tokens, item.reason,
+                                         first_token_s * 1000, item.timings.get("prompt_n"),
+                                         item.timings.get("cache_n"), req.slot)
                                 yield item
                                 return
                             deltas += 1
@@ -161,13 +166,13 @@ class Upstream:
             said = f"HTTP {resp.status_code} {_snippet(resp.content)}"
             return Health(False, False, None, f"/health answered {said}, not llama-server's status ok")
         try:
-            idle = await self._idle_slots()
+            idle, slots = await self._idle_slots()
         except UpstreamError as exc:
             return Health(False, False, None, exc.message)
-        return Health(True, False, idle, "ok" if idle is None else f"ok, {idle} idle slot(s)")
+        return Health(True, False, idle, "ok" if idle is None else f"ok, {idle} idle slot(s)", slots)
 
-    async def _idle_slots(self) -> int | None:
-        """Idle slots per `GET /slots`, or None if the server does not expose them (--no-slots).
+    async def _idle_slots(self) -> tuple[int | None, int | None]:
+        """Idle and all slots per `GET /slots`, or None if the server does not expose them (--no-slots).
         UpstreamError if it refuses our API key (its /health does not check keys)."""
         try:
             resp = await self._client.get(self.base_url + "/slots", timeout=_HEALTH_TIMEOUT, headers=self._auth)
@@ -176,13 +181,16 @@ class Upstream:
             slots = resp.json() if resp.status_code == 200 else None
         except (httpx.HTTPError, ValueError) as exc:
             log.debug("%r: /slots unavailable: %s", self, _describe(exc))
-            return None
+            return None, None
         if not isinstance(slots, list) or not all(isinstance(s, dict) for s in slots):
-            return None
-        return sum(1 for s in slots if not s.get("is_processing"))
+            return None, None
+        return sum(1 for s in slots if not s.get("is_processing")), len(slots)
 
-    async def _apply_template(self, messages: list[dict[str, str]]) -> str:
-        """The model's own prompt for `messages`, formatted by the server's chat template."""
+    async def _apply_template(self, messages: list[dict[str, str]], prefix: bool = False) -> str:
+        """The model's own prompt for `messages`, formatted by the server's chat template; with
+        `prefix`, the prompt's start that the next user turn after `messages` will share, byte for byte."""
+        if prefix:
+            messages = [*messages, {"role": "user", "content": _NEXT_TURN}]
         try:
             resp = await self._client.post(
                 self.base_url + "/apply-template", json={"messages": messages}, timeout=self._timeout,
@@ -209,7 +217,7 @@ class Upstream:
                 "--no-jinja before --chat-template NAME, or give a real template with "
                 "--chat-template-file.",
             )
-        return prompt
+        return prompt[:prompt.index(_NEXT_TURN)] if prefix else prompt
 
     async def _check(self, resp: httpx.Response, content_type: str) -> None:
         """Raise unless `resp` is a 200 of `content_type`, before anything parses it."""

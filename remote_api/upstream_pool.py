@@ -61,6 +61,16 @@ class UpstreamPool:
             status.health = replace(status.health, idle_slots=status.health.idle_slots - 1)
         return best
 
+    def healthy(self, upstream: Upstream) -> bool:
+        """Whether the last sweep found `upstream` healthy (and no request failed on it since)."""
+        health = self._status[upstream].health
+        return bool(health and health.ok)
+
+    def slot_count(self, upstream: Upstream) -> int | None:
+        """How many slots the last sweep saw on `upstream` (None if it does not say)."""
+        health = self._status[upstream].health
+        return health.slots if health else None
+
     def _preference(self, upstream: Upstream) -> tuple:
         status = self._status[upstream]
         idle = status.health.idle_slots if status.health else None

@@ -35,6 +35,8 @@ class ChatRequest:
     temperature: float = 0.7
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
+    slot: int | None = None  # llama-server's id_slot (remote_api.slots); None lets it choose
+    warm: bool = False  # evaluate the prompt into the slot's cache, generate nothing (remote_api.slots)
 
     def __post_init__(self) -> None:
         if not self.messages or not all(
@@ -44,6 +46,8 @@ class ChatRequest:
             raise ValueError("a chat request needs messages, each with 'role' and 'content' strings")
         if self.max_tokens < 1:
             raise ValueError(f"max_tokens must be at least 1, got {self.max_tokens}")
+        if self.slot is not None and self.slot < 0:
+            raise ValueError(f"slot must be a slot id (0 or more) or None, got {self.slot}")
         if not 0.0 <= self.temperature <= 5.0:
             raise ValueError(f"temperature must be between 0 and 5, got {self.temperature}")
         if not all(isinstance(s, str) and s for s in self.stop):
@@ -89,6 +93,7 @@ class Health:
     loading: bool
     idle_slots: int | None
     detail: str
+    slots: int | None = None  # how many slots it has (None when /slots is disabled)
 
 
 def _snippet(raw: bytes | str) -> str:

@@ -1,9 +1,15 @@
 """The conversation the sidecar owns: persona, history, and the chat messages of each turn.
 
 The prompt is built for a small model: one persona line, one example exchange in the
-persona's voice (a base model copies the shape of what it sees), then as much recent history
-as fits `history_tokens`, oldest exchanges dropped first, then the user's words. History lives
-behind `History`, so the encrypted store can take it over without touching this module.
+persona's voice (a base model copies the shape of what it sees), then recent history within
+`history_tokens`, then the user's words. History lives behind `History`, so the encrypted store
+can take it over without touching this module.
+
+Everything before the user's words is a prefix llama-server keeps cached between turns, so it
+must stay byte-stable: history is not trimmed by one exchange per turn (which rewrites the whole
+prefix after the persona every turn once the budget is full, so every turn re-evaluates it cold)
+but from an anchor exchange that stays put until the budget overflows, then jumps forward to
+half the budget at once (`keep`). `prefix()` is that prefix, for warming the cache.
 
 A reply the user cut short is kept as far as it was heard and marked with a dash, so the model
 knows it was interrupted there rather than believing it said the rest. With an outfit catalogue, the
@@ -70,6 +76,7 @@ class Conversation:
         self.chat = chat
         self.history = history if history is not None else MemoryHistory()
         self.outfits = tuple(outfits)
+        self._anchor: Exchange | None = None  # the oldest exchange in the prompt, kept until it must go
 
     def system_line(self) -> str:
         p = self.persona
@@ -78,24 +85,40 @@ class Conversation:
 
     def messages(self, user_text: str) -> list[dict[str, str]]:
         """The chat messages for answering `user_text` now."""
-        budget = self.chat.history_tokens
-        kept: list[Exchange] = []
-        for exchange in reversed(self.history.recent(64)):
-            cost = estimate_tokens(exchange.user) + estimate_tokens(exchange.said)
-            if cost > budget:
-                break
-            budget -= cost
-            kept.append(exchange)
+        return [*self.prefix(), {"role": "user", "content": user_text}]
+
+    def prefix(self) -> list[dict[str, str]]:
+        """Persona, example and kept history: what every next turn starts with."""
         messages = [{"role": "system", "content": self.system_line()},
                     {"role": "user", "content": "Hello, who are you?"},
                     {"role": "assistant", "content": self.persona.greeting}]
-        for exchange in reversed(kept):
+        for exchange in self.keep(self.history.recent(64)):
             messages += [{"role": "user", "content": exchange.user},
                          {"role": "assistant", "content": exchange.said}]
-        messages.append({"role": "user", "content": user_text})
         return messages
+
+    def keep(self, recent: list[Exchange]) -> list[Exchange]:
+        """The history to show: from the anchor while it fits the budget; when it no longer does,
+        the newest exchanges within half the budget, the oldest of them the new anchor."""
+        costs = [estimate_tokens(e.user) + estimate_tokens(e.said) for e in recent]
+        start = _last_index(recent, self._anchor)
+        if start is None or sum(costs[start:]) > self.chat.history_tokens:
+            start, budget = len(recent), self.chat.history_tokens // 2
+            while start > 0 and costs[start - 1] <= budget:
+                budget -= costs[start - 1]
+                start -= 1
+            self._anchor = recent[start] if start < len(recent) else None
+        return recent[start:]
 
     def record(self, user_text: str, reply: str, interrupted: bool = False) -> None:
         """Keep what was said (on barge-in: only what the user actually heard, marked)."""
         if reply.strip():
             self.history.append(Exchange(user_text, reply.strip(), interrupted))
+
+
+def _last_index(items: list[Exchange], item: Exchange | None) -> int | None:
+    """Where `item` last occurs in `items` (None if absent): the anchor, found again by value."""
+    for i in range(len(items) - 1, -1, -1):
+        if items[i] == item:
+            return i
+    return None

@@ -7,6 +7,7 @@ it is first pushed.
 
 from __future__ import annotations
 
+import collections
 import json
 import logging
 from collections import OrderedDict
@@ -16,11 +17,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from sidecar.frames import (
+    AudioFrame,
     AudioOutFrame,
     ErrorFrame,
     Frame,
     HeardFrame,
     InterruptionFrame,
+    PlaybackStartFrame,
     ReplyDoneFrame,
     RequestSentFrame,
     SentenceFrame,
@@ -91,11 +94,20 @@ STAGES = (
     ("first_token", "first_sentence", "first_sentence"),
     ("first_sentence", "first_audio", "tts_and_buffer"),
 )
+# The same span as the device sees it (a sound device's marks; a file's have no capture lag).
+DEVICE_STAGES = (
+    ("speech_end_block", "speech_end_captured", "capture_lag"),  # its block complete -> in the pipeline
+    ("first_sentence", "audio_queued", "tts"),
+    ("audio_queued", "audio_written", "prebuffer"),  # queued -> the output took its first sample
+    ("audio_written", "first_audio", "device_latency"),  # -> heard, per the device's own clock
+)
 
 
 @dataclass
 class _Turn:
     marks: dict[str, float] = field(default_factory=dict)
+    buffered_ms: float | None = None
+    prompt: dict[str, int] = field(default_factory=dict)
 
     def mark(self, name: str, t: float | None, first: bool = True) -> None:
         if t is not None and (not first or name not in self.marks):
@@ -109,17 +121,28 @@ class TurnTimeline:
     request_sent, first_token, last_token, first_sentence, first_audio (heard), reply_done,
     turn_end; for a reply cut short also interruption (decided: barge-in, "stop"), stopped
     (playback cut) and cancelled (the request cancelled upstream, reply_done's time).
-    `latency_ms.total` is speech_end -> first_audio, the delay the user feels.
+    `latency_ms.total` is speech_end -> first_audio, the delay the user feels. The device side
+    (DEVICE_STAGES): speech_end_block / speech_end_captured (when the microphone block holding
+    the end of speech was complete, and when it reached the pipeline, on the wall clock whose
+    origin is the first block's arrival: a capture lag a few ms below zero is that origin's
+    error, its growth is real), audio_queued,
+    audio_written (the output callback took the first sample) and `buffered_ms` (audio and
+    device latency ahead of the first sound when it was queued).
     """
 
-    def __init__(self, emit: Callable[[TurnTimelineFrame], None]) -> None:
+    def __init__(self, emit: Callable[[TurnTimelineFrame], None], *, spoken: bool = True) -> None:
         self.emit = emit
+        self.spoken = spoken  # without playback (typed turns read on screen) a turn ends with its reply
         self._turns: dict[int, _Turn] = {}
         self._finished: set[int] = set()  # frames of a turn still travel after it ended
         self._heard: dict[float, tuple[float, float]] = {}  # utterance end -> (endpoint, transcript)
+        self._blocks: collections.deque[tuple[float, float]] = collections.deque(maxlen=256)  # (end, arrived)
 
     def __call__(self, source: Processor | None, frame: Frame, direction: Direction = Direction.DOWN) -> None:
-        if isinstance(frame, TranscriptFrame):
+        if isinstance(frame, AudioFrame):
+            if frame.arrived is not None:
+                self._blocks.append((frame.t + frame.duration, frame.arrived))
+        elif isinstance(frame, TranscriptFrame):
             self._heard[frame.utterance.end] = (frame.utterance.t, frame.t)
             while len(self._heard) > 16:  # transcripts that started no turn
                 self._heard.pop(next(iter(self._heard)))
@@ -130,6 +153,11 @@ class TurnTimeline:
                 endpoint, transcript = self._heard.pop(frame.speech_end, (None, None))
                 turn.mark("endpoint", endpoint)
                 turn.mark("transcript", transcript)
+                for end, arrived in self._blocks:
+                    if end >= frame.speech_end - 1e-6:
+                        turn.mark("speech_end_block", end)
+                        turn.mark("speech_end_captured", arrived)
+                        break
             turn.mark("user_turn", frame.t)
         elif isinstance(frame, RequestSentFrame):
             self._get(frame.turn).mark("request_sent", frame.t)
@@ -140,10 +168,20 @@ class TurnTimeline:
             self._get(frame.turn).mark("first_sentence", frame.t)
         elif isinstance(frame, AudioOutFrame):
             self._get(frame.turn).mark("first_audio", frame.t)
+        elif isinstance(frame, PlaybackStartFrame):
+            turn = self._get(frame.turn)
+            turn.mark("audio_queued", frame.queued)
+            turn.mark("audio_written", frame.written)
+            turn.mark("first_audio", frame.heard, first=False)  # the device's word over the prediction
+            turn.buffered_ms = frame.buffered_ms
         elif isinstance(frame, ReplyDoneFrame):
             self._get(frame.turn).mark("reply_done", frame.t)
+            if frame.prompt_tokens is not None:
+                self._get(frame.turn).prompt = {"evaluated": frame.prompt_tokens, "cached": frame.cached_tokens or 0}
             if frame.reason == "cancelled":
                 self._get(frame.turn).mark("cancelled", frame.t)
+            if not self.spoken:
+                self._finish(frame.turn, frame.t)
         elif isinstance(frame, InterruptionFrame):
             for turn in self._turns.values():
                 turn.mark("interruption", frame.t)
@@ -164,9 +202,12 @@ class TurnTimeline:
         self._finished = {n for n in self._finished if n > number - 32} | {number}
         turn.mark("turn_end", t)
         marks = turn.marks
-        gaps = {name: round((marks[b] - marks[a]) * 1000, 1) for a, b, name in STAGES if a in marks and b in marks}
+        gaps = {name: round((marks[b] - marks[a]) * 1000, 1)
+                for a, b, name in (*STAGES, *DEVICE_STAGES) if a in marks and b in marks}
+        if turn.buffered_ms is not None:
+            gaps["buffered"] = turn.buffered_ms
         start = "speech_end" if "speech_end" in marks else "user_turn"
         if start in marks and "first_audio" in marks:
             gaps["total"] = round((marks["first_audio"] - marks[start]) * 1000, 1)
         self.emit(TurnTimelineFrame(turn=number, marks={k: round(v, 4) for k, v in marks.items()},
-                                    latency_ms=gaps, t=t))
+                                    latency_ms=gaps, prompt=turn.prompt, t=t))

@@ -110,6 +110,7 @@ class AudioFrame(DataFrame):
     pcm: np.ndarray
     rate: int
     raw: np.ndarray | None = None  # after echo cancellation: the microphone as it was (the echo guard compares)
+    arrived: float | None = None  # when a device's block reached the pipeline (session clock)
 
     @property
     def duration(self) -> float:
@@ -251,6 +252,9 @@ class ReplyDoneFrame(ControlFrame):
     turn: int
     reason: str
     text: str
+    # llama-server's own count of the prompt: tokens evaluated now and served from its cache
+    prompt_tokens: int | None = None
+    cached_tokens: int | None = None
 
 
 @dataclass(kw_only=True)
@@ -286,6 +290,21 @@ class AudioOutFrame(ControlFrame):
 
 
 @dataclass(kw_only=True)
+class PlaybackStartFrame(ControlFrame):
+    """The device side of turn `turn`'s first sound, pushed once it is heard: when its audio was
+    queued, how much was ahead of it then (audio + device latency, as predicted), when the output
+    took its first sample (the device callback; a file's writer) and when, by the device's latency
+    at that callback, it was heard — later than predicted when the callbacks stalled."""
+
+    event: ClassVar[str] = "playback"
+    turn: int
+    queued: float
+    buffered_ms: float
+    written: float | None
+    heard: float | None
+
+
+@dataclass(kw_only=True)
 class BotSpeakingFrame(SystemFrame):
     """Playback started (`speaking`) or finished a reply's audio; flows upstream.
 
@@ -314,6 +333,7 @@ class TurnTimelineFrame(ControlFrame):
     turn: int
     marks: dict[str, float]
     latency_ms: dict[str, float]
+    prompt: dict[str, int] = field(default_factory=dict)  # llama-server's tokens: evaluated, cached
 
 
 @dataclass(kw_only=True)

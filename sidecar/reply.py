@@ -5,6 +5,10 @@ reports it (`HeardFrame`) when the turn ends or is cut short, and the exchange i
 then — all of it, or up to the interruption, marked. Without playback (typed turns read on
 screen) the whole reply is recorded when it ends.
 
+After each recorded exchange, and when the pipeline starts, the next turn's prefix (persona +
+history) is sent to the gateway to warm (`LinkClient.warm`), so llama-server has it cached on
+the session's slot before the user speaks again (remote_api.slots).
+
 A turn that carries its own answer (a clock question, sidecar.intents) is not sent: its answer
 streams on as the reply's one token, so it is shown, spoken and recorded like a model's.
 """
@@ -51,6 +55,8 @@ class ChatLink(Protocol):
     def chat(self, messages: list[dict[str, str]], *, max_tokens: int, temperature: float,
              stop: list[str]) -> ChatTurn: ...
 
+    def warm(self, messages: list[dict[str, str]]) -> None: ...
+
 
 class Reply(Processor):
     """One turn at a time: request, tokens, done. An interruption cancels the turn upstream
@@ -64,6 +70,9 @@ class Reply(Processor):
         self.spoken = spoken
         self._unheard: dict[int, str] = {}  # turn -> the user's words, until playback says what was heard
         self._streaming: tuple[int, list[str]] | None = None  # the turn whose reply is coming in
+
+    async def start(self) -> None:
+        self.link.warm(self.conversation.prefix())  # the session's first turn starts warm too
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         await self.push(frame, direction)
@@ -82,6 +91,7 @@ class Reply(Processor):
             del self._unheard[turn]
         if user is not None:
             self.conversation.record(user, heard.text, interrupted=heard.interrupted)
+            self.link.warm(self.conversation.prefix())
 
     async def _answer(self, user: UserTurnFrame) -> None:
         if user.local_answer is not None:
@@ -93,7 +103,7 @@ class Reply(Processor):
         if self.spoken:
             self._unheard[user.turn] = user.text
         self._streaming = (user.turn, pieces)
-        reason = "error"
+        reason, timings = "error", {}
         try:
             await self.push(RequestSentFrame(turn=user.turn, rid=turn.rid))
             async with asyncio.timeout(self.chat.reply_timeout_s):
@@ -102,7 +112,7 @@ class Reply(Processor):
                         pieces.append(event.text)
                         await self.push(TokenFrame(turn=user.turn, index=event.index, text=event.text))
                     elif isinstance(event, Done):
-                        reason = event.reason
+                        reason, timings = event.reason, event.timings
                     elif isinstance(event, LinkErrorEvent):
                         await self.push(ErrorFrame(code=event.code, message=f"{event.message} {event.action}"))
         except asyncio.CancelledError:  # an interruption: stop the generation on the server too
@@ -114,7 +124,7 @@ class Reply(Processor):
                 f"The server sent no complete reply within {self.chat.reply_timeout_s:g} s. "
                 "Check that the Stella server and its llama-server are running.")))
         self._streaming = None
-        await self._done(user, strip_tags("".join(pieces)), reason)
+        await self._done(user, strip_tags("".join(pieces)), reason, timings)
 
     async def _answer_locally(self, user: UserTurnFrame, answer: str) -> None:
         if self.spoken:
@@ -122,9 +132,12 @@ class Reply(Processor):
         await self.push(TokenFrame(turn=user.turn, index=0, text=answer))
         await self._done(user, answer, "stop")
 
-    async def _done(self, user: UserTurnFrame, text: str, reason: str) -> None:
+    async def _done(self, user: UserTurnFrame, text: str, reason: str, timings: dict | None = None) -> None:
         if not self.spoken:
             # the history keeps what is said aloud, not a small model's stray tokens (which it
             # would imitate next turn)
             self.conversation.record(user.text, " ".join(sentences_of(text)))
-        await self.push(ReplyDoneFrame(turn=user.turn, reason=reason, text=text))
+            self.link.warm(self.conversation.prefix())
+        counts = {k: v for k, v in (timings or {}).items() if isinstance(v, int)}
+        await self.push(ReplyDoneFrame(turn=user.turn, reason=reason, text=text,
+                                       prompt_tokens=counts.get("prompt_n"), cached_tokens=counts.get("cache_n")))

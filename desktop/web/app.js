@@ -6,7 +6,10 @@ import { CharacterRenderer, autoBlink } from './character.js';
 import { Channel, endpointFromHash } from './channel.js';
 
 // The shell serves the user's own atlas as /atlas/user/ and says so in the URL (desktop/assets.py).
-const ATLAS = new URLSearchParams(location.hash.replace(/^#/, '')).get('atlas') === 'user' ? '/atlas/user/' : '/atlas/default/';
+const PAGE_OPTIONS = new URLSearchParams(location.hash.replace(/^#/, ''));
+const ATLAS = PAGE_OPTIONS.get('atlas') === 'user' ? '/atlas/user/' : '/atlas/default/';
+// `stella run --debug-timeline` shows each turn's timeline (the engine's `turn` event) in a panel.
+const DEBUG_TIMELINE = PAGE_OPTIONS.get('debug') === 'timeline';
 const ASSETS = { atlasUrl: `${ATLAS}atlas.png`, manifestUrl: `${ATLAS}manifest.json`, shaderBase: '/shaders/' };
 // Frame pacing: blinks, talking and crossfades get full motion and an outfit switch is drawn on
 // the very next frame. Idle breathing moves about a pixel a second, so on software GL (where each
@@ -321,6 +324,27 @@ class EngineBanner {
   }
 }
 
+// --- the turn-timeline debug panel ---------------------------------------------------------------
+
+class TimelinePanel {
+  constructor(node) {
+    this.node = node;
+    node.hidden = false;
+  }
+
+  turn(event) {
+    const rows = Object.entries(event.latency_ms).map(([stage, ms]) => {
+      const row = document.createElement('tr');
+      for (const text of [stage, Math.round(ms)]) row.insertCell().textContent = String(text);
+      row.dataset.stage = stage;
+      return row;
+    });
+    const title = document.createElement('caption');
+    title.textContent = `turn ${event.turn} (ms)`;
+    this.node.replaceChildren(title, ...rows);
+  }
+}
+
 // --- settings -----------------------------------------------------------------------------------
 
 class SettingsPanel {
@@ -471,6 +495,7 @@ async function main() {
   const transcript = new Transcript($('transcript'));
   const link = new LinkPill($('link'));
   const settings = new SettingsPanel(channel, toasts);
+  const timeline = DEBUG_TIMELINE ? new TimelinePanel($('timeline-debug')) : null;
   const unlock = new UnlockDialog(channel);
   const view = new CharacterView($('character'), $('character-frames'), channel);
   const stateNode = $('state');
@@ -543,6 +568,7 @@ async function main() {
       if (voice.status !== 'ready') view.pulse();
     },
     reply_done: (e) => transcript.done(e.turn, e.reason, e.text),
+    turn: (e) => timeline?.turn(e),
     mouth: (e) => view.speak(e.level),
     interruption: () => view.stopMouth(),
     store: (e) => unlock.update(e),

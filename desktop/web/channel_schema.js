@@ -15,6 +15,7 @@ export const EVENTS = new Set([
   'listening',
   'mouth',
   'outfit',
+  'playback',
   'push_to_talk',
   'reply_done',
   'request_sent',

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import signal
@@ -30,7 +31,7 @@ from sidecar.engine.stored import Saved, StoreHistory, history_event
 from sidecar.engine.unlock import StoreUnlock
 from sidecar.engine.voice_session import Sessions
 from sidecar.events import EachEventOnce, TurnTimeline, event_record
-from sidecar.frames import Frame, InputStartedFrame, MouthFrame, OutfitFrame
+from sidecar.frames import Frame, InputStartedFrame, MouthFrame, OutfitFrame, TurnTimelineFrame
 from sidecar.outfit_catalogue import catalogue_of
 from sidecar.pipeline import Observer
 from sidecar.store import Store, StoreConfig, StoreError
@@ -148,7 +149,7 @@ class App:
     # --- what the pipeline reports ----------------------------------------------------------
 
     def _observers(self) -> list[Observer]:
-        return [EachEventOnce(self._observe), TurnTimeline(self._forward)]
+        return [EachEventOnce(self._observe), TurnTimeline(self._timeline, spoken=self.presence.spoken)]
 
     def _observe(self, frame: Frame) -> None:
         if isinstance(frame, InputStartedFrame):
@@ -159,6 +160,12 @@ class App:
             self.frames.set_mouth(frame.level)
         elif isinstance(frame, OutfitFrame) and frame.id in self.outfits:  # asked for aloud, or tagged in a reply
             self._wear(frame.id)
+
+    def _timeline(self, frame: TurnTimelineFrame) -> None:
+        """A finished turn's timeline: to the app's log (times only, no words) and the window."""
+        log.info("turn timeline %s", json.dumps({"turn": frame.turn, "latency_ms": frame.latency_ms,
+                                                 "prompt": frame.prompt, "marks": frame.marks}))
+        self._forward(frame)
 
     def _forward(self, frame: Frame) -> None:
         """The event as the headless JSONL log writes it."""

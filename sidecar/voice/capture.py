@@ -212,8 +212,9 @@ class DeviceSource(Source):
             if converter is not None:
                 got = to_int16(converter.resample_chunk(got.astype(np.float32) / 32768.0))
             pending = np.concatenate([pending, got])
+            arrived = self.clock.now()
             while len(pending) >= self.block:
-                await self.push(AudioFrame(pcm=pending[:self.block], rate=RATE, t=n / RATE))
+                await self.push(AudioFrame(pcm=pending[:self.block], rate=RATE, t=n / RATE, arrived=arrived))
                 pending = pending[self.block:]
                 n += self.block
             if self._ring.dropped + self.overflows > reported:

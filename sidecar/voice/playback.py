@@ -31,6 +31,7 @@ from sidecar.frames import (
     InterruptionFrame,
     MouthFrame,
     PlaybackLevelsFrame,
+    PlaybackStartFrame,
     ReplyDoneFrame,
     SpeechAudioFrame,
     TurnEndedFrame,
@@ -59,10 +60,15 @@ class JitterBuffer:
         self._ends = 0.0  # when the last queued sample will have been heard
         self.gain = 1.0  # the volume, applied as audio is pulled so a change is heard at once
         self.played: PlayedLog | None = None  # told every pulled block: the echo canceller's reference
+        # (first ring position, samples, when pulled, when heard) of the last pulls that took audio
+        self._pulls: collections.deque[tuple[int, int, float, float]] = collections.deque(maxlen=512)
 
-    def pull(self, out: np.ndarray, plays_at: float) -> int:
-        """Fill `out` (silence past the queued audio); `plays_at` = when out[0] is heard."""
+    def pull(self, out: np.ndarray, plays_at: float, now: float | None = None) -> int:
+        """Fill `out` (silence past the queued audio); `plays_at` = when out[0] is heard, `now` =
+        when it leaves for the device (default `plays_at`: a file has no latency)."""
         n = self.ring.read_into(out)
+        if n:
+            self._pulls.append((self.ring.consumed - n, n, plays_at if now is None else now, plays_at))
         out[n:] = 0.0
         if self.gain != 1.0:
             out *= self.gain
@@ -81,6 +87,14 @@ class JitterBuffer:
             log.warning("playback buffer full: %d samples dropped", len(audio) - written)
         self._ends = starts + written / self.rate
         return starts
+
+    def taken_at(self, position: int) -> tuple[float, float] | None:
+        """When the output pulled ring position `position` and when that sample is heard, by the
+        device's own latency (None if not pulled yet, or too long ago)."""
+        for start, n, when, heard in list(self._pulls):
+            if start + n > position:
+                return when, heard + max(0, position - start) / self.rate
+        return None
 
     def ends_at(self) -> float:
         """When everything queued so far will have been heard."""
@@ -183,7 +197,8 @@ class DeviceOutput:
         delay = when.outputBufferDacTime - when.currentTime
         if not 0 < delay < 1:
             delay = self._fallback_latency
-        self.buffer.pull(outdata[:, 0], self._clock.now() + delay)
+        now = self._clock.now()
+        self.buffer.pull(outdata[:, 0], now + delay, now)
 
     async def close(self) -> None:
         if self._stream is not None:
@@ -238,6 +253,7 @@ class Playback(Processor):
         self._speaking_turn: int | None = None
         self._reply_done: set[int] = set()
         self._spoken: set[int] = set()  # turns that queued audio
+        self._starts: dict[int, tuple[int, PlaybackStartFrame]] = {}  # turn -> its first sound's ring position
         self._sentences: dict[int, list[_Played]] = {}  # what each turn still in the buffer says, and when
         self._watch: asyncio.Task[None] | None = None
 
@@ -286,6 +302,7 @@ class Playback(Processor):
         now = self.clock.now()
         self._due.clear()
         self._mouth.clear()
+        self._starts.clear()
         for turn, played in self._sentences.items():
             heard = " ".join(w for w in (p.heard_by(now) for p in played) if w)
             cut = turn not in self._reply_done or any(p.start + p.duration > now for p in played)
@@ -306,7 +323,13 @@ class Playback(Processor):
         audio = fade_edges(resample(frame.audio, frame.rate, rate), rate)
         sound = np.concatenate([audio, np.zeros(rate * self.pause_ms // 1000, np.float32)])
         self.output.catch_up(self.clock.now())
+        position = self.output.buffer.ring.written
         starts = self.output.buffer.queue(sound)
+        if frame.turn not in self._spoken:  # the turn's first sound: the device side of its timeline
+            now = self.clock.now()
+            self._starts[frame.turn] = (position, PlaybackStartFrame(
+                turn=frame.turn, queued=round(now, 4), buffered_ms=round((starts - now) * 1000, 1), written=None,
+                heard=None))
         if self._speaking_turn != frame.turn:
             if self._speaking_turn is not None:  # the previous reply's audio ends where this one starts
                 self._due += self._ended(self._speaking_turn, starts)
@@ -340,6 +363,12 @@ class Playback(Processor):
             while self._due and self._due[0].t <= now:
                 frame = self._due.pop(0)
                 await self.push(frame, Direction.DOWN if isinstance(frame, AudioOutFrame) else Direction.UP)
+            for turn, (position, start) in list(self._starts.items()):  # once the output took it and it is heard
+                taken = self.output.buffer.taken_at(position)
+                if taken is not None and now >= taken[1]:
+                    del self._starts[turn]
+                    start.written, start.heard = round(taken[0], 4), round(taken[1], 4)
+                    await self.push(start)
             turn = self._speaking_turn
             ends = self.output.buffer.ends_at()
             if turn is not None and turn in self._reply_done and not self._due and now >= ends:

@@ -8,6 +8,8 @@ conversation. Prints how long after the end of the question her voice started.
 
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 import threading
 import time
@@ -83,7 +85,7 @@ def changed_share(before: np.ndarray, after: np.ndarray) -> float:
 
 def test_a_spoken_question_is_answered_aloud_and_shown_in_the_window(
         xvfb: services.Xvfb, gateway: Gateway, engine_env: dict[str, str], pulseaudio: services.PulseAudio,
-        tmp_path: Path) -> None:
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     sound = {"PULSE_SERVER": pulseaudio.env["PULSE_SERVER"]}
     env = {**engine_env, **sound, "PULSE_SOURCE": f"{pulseaudio.mic}.monitor", "PULSE_SINK": pulseaudio.speaker,
            "STELLA_VOICE__WAKE_ENGINE": "openwakeword", "STELLA_VOICE__WAKE_MODEL": "hey_jarvis",
@@ -128,3 +130,12 @@ def test_a_spoken_question_is_answered_aloud_and_shown_in_the_window(
     heard = whisper(audio[max(0, loud[0] - RATE // 5):loud[-1] + RATE // 5])
     print(f"Stella wrote {reply!r} and said {heard!r}")
     assert heard_fraction(reply, heard) >= 0.6, (reply, heard)
+
+    # The app's log (its stderr, with a window) holds the spoken turn's timeline: times and counts only.
+    logged = [json.loads(m[1]) for m in re.finditer(r"turn timeline (\{.*\})$", capfd.readouterr().err, re.M)]
+    assert logged, "the app's log has no turn timeline"
+    stages = logged[-1]["latency_ms"]
+    assert {"hangover", "asr", "llm_first_token", "first_sentence", "capture_lag", "tts", "prebuffer",
+            "device_latency", "total"} <= stages.keys(), stages
+    assert logged[-1]["prompt"]["cached"] > 0, "the spoken turn's prompt was not served from the warm cache"
+    print(f"the app's timeline: {stages}, prompt {logged[-1]['prompt']}")

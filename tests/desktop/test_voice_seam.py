@@ -40,6 +40,7 @@ async def converse(engine: Engine) -> list[dict]:
             await until(lambda e: e["type"] == "push_to_talk" and not e["pressed"])
             await ws.send(json.dumps({"cmd": "text", "text": "Say hello to me, please."}))
             await until(lambda e: e == {"type": "state", "state": "idle"} and events[-2]["type"] == "turn_end")
+            await until(lambda e: e["type"] == "turn")  # the turn's timeline follows its end
     return events
 
 
@@ -61,3 +62,8 @@ def test_a_typed_message_is_answered_aloud_with_lip_sync(
     assert max(levels) > 0.3 and min(levels) < 0.1, "the mouth should open and close"
     reply = next(e for e in events if e["type"] == "reply_done")
     assert reply["text"].strip()
+    timeline = next(e for e in events if e["type"] == "turn")  # the app's turn timeline, device side included
+    marks = timeline["marks"]
+    assert marks["request_sent"] <= marks["first_token"] <= marks["first_sentence"] <= marks["audio_queued"]
+    assert marks["audio_queued"] <= marks["audio_written"] <= marks["first_audio"]
+    assert {"llm_first_token", "tts", "prebuffer", "device_latency", "buffered"} <= timeline["latency_ms"].keys()

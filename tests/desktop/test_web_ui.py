@@ -271,3 +271,17 @@ def test_without_a_keyring_going_on_unsaved_says_so_and_writes_nothing(
         page.press("#message", "Enter")
         page.wait_for_selector(".bubble.assistant:not(.partial)", timeout=60_000)
     assert not (tmp_path / "s.db").exists() or (tmp_path / "s.db").stat().st_size == 0
+
+
+def test_the_timeline_debug_panel_is_off_by_default_and_shows_each_turns_gaps_when_asked(
+        page, engine: Engine, assets: str) -> None:
+    open_ui(page, engine, assets)
+    assert page.locator("#timeline-debug").is_hidden(), "the debug panel is off by default"
+    page.goto(engine.page_url(assets) + "&debug=timeline")
+    page.reload()  # a new hash alone does not load the page again
+    page.wait_for_selector('#link[data-transport="websocket"]')
+    page.fill("#message", "Hi Stella, how are you?")
+    page.press("#message", "Enter")
+    page.wait_for_selector("#timeline-debug tr[data-stage='llm_first_token']", timeout=60_000)
+    assert page.locator("#timeline-debug").is_visible()
+    assert "turn" in page.locator("#timeline-debug caption").inner_text()

@@ -74,6 +74,10 @@ class ScriptedLink:
     def __init__(self, replies: list[str | list[str]]) -> None:
         self.replies = replies
         self.requests: list[list[dict[str, str]]] = []
+        self.warmed: list[list[dict[str, str]]] = []  # the prefixes it was asked to warm
+
+    def warm(self, messages) -> None:
+        self.warmed.append(messages)
 
     def chat(self, messages, *, max_tokens, temperature, stop) -> ScriptedTurn:
         self.requests.append(messages)

@@ -64,3 +64,26 @@ def test_bad_settings_are_named(env, message):
 def test_defaults_are_valid():
     assert VoiceConfig().wake_phrase == "hey stella"
     assert AppConfig().chat.max_tokens <= 64, "a small model must answer briefly"
+
+
+def test_the_prompt_prefix_stays_the_same_between_turns_until_the_history_budget_overflows():
+    """llama-server reuses its cache only for a byte-identical prefix: trimming one exchange per turn
+    would rewrite everything after the persona every turn once the budget is full."""
+    convo = Conversation(PersonaConfig(), ChatConfig(history_tokens=300))
+    rewrites = 0
+    previous: list[dict[str, str]] | None = None
+    for i in range(40):
+        prompt = convo.messages(f"question {i} " + "q" * 60)
+        if previous is not None and prompt[:len(previous)] != previous:
+            rewrites += 1
+            assert sum(len(m["content"]) for m in prompt[3:-1]) // 4 <= 150, "a jump drops to half the budget"
+        assert sum(len(m["content"]) for m in prompt[3:-1]) // 4 <= 300
+        convo.record(prompt[-1]["content"], f"answer {i} " + "a" * 60)
+        previous = [*prompt, {"role": "assistant", "content": f"answer {i} " + "a" * 60}]
+    assert 0 < rewrites <= 40 // 3, "the prefix is rewritten only when the budget overflows"
+
+
+def test_the_prefix_is_the_next_turns_prompt_without_the_question():
+    convo = Conversation(PersonaConfig(), ChatConfig())
+    convo.record("Hi!", "Hello, friend.")
+    assert convo.messages("And you?") == [*convo.prefix(), {"role": "user", "content": "And you?"}]

@@ -98,6 +98,13 @@ def test_a_spoken_question_is_answered_through_real_devices(pulseaudio, env, gat
     assert [e["engine"] for e in events if e["type"] == "wake"] == ["openwakeword"]
     turn = next(e for e in events if e["type"] == "user_turn")
     assert heard_fraction(question, turn["text"]) >= 0.8, turn
+    timeline = next(e for e in events if e["type"] == "turn")
+    marks = timeline["marks"]  # the device side of the turn, in the order it happens
+    # (speech_end_captured is on the wall clock, whose origin is the first block's arrival: only its
+    # presence is checked, its lag may be a few ms below zero)
+    assert marks["speech_end"] <= marks["speech_end_block"] and "speech_end_captured" in marks
+    assert marks["first_sentence"] <= marks["audio_queued"] <= marks["audio_written"] <= marks["first_audio"]
+    assert {"capture_lag", "tts", "prebuffer", "device_latency", "buffered", "total"} <= timeline["latency_ms"].keys()
     said = " ".join(e["text"] for e in events if e["type"] == "sentence")
     speech = resample(recorded, PULSE_RATE, RATE)
     loud = np.flatnonzero(np.abs(speech) > 0.01)
