@@ -43,6 +43,15 @@ class VoiceConfig:
     hangover_ms: int = 300
     min_speech_ms: int = 150
     max_utterance_s: float = 20.0
+    # End of a turn: "smart_turn" asks the turn model (Smart Turn v3.2) after `turn_ask_ms` of
+    # silence whether the words so far are a complete turn — yes: the turn ends; no: it asks
+    # again every `turn_retry_ms` and ends anyway after `turn_max_ms`. "silence" ends every
+    # utterance after `hangover_ms` (tests/bench/turn_end.py measures both).
+    endpoint: Literal["smart_turn", "silence"] = "smart_turn"
+    turn_ask_ms: int = 150
+    turn_retry_ms: int = 300
+    turn_max_ms: int = 1000
+    turn_threshold: float = 0.5
     # Wake word: "openwakeword" (acoustic, always on), "phrase" (whisper checks each
     # utterance for the name in `wake_phrase`) or "off" (every utterance is a turn).
     wake_engine: Literal["openwakeword", "phrase", "off"] = "phrase"
@@ -91,6 +100,14 @@ class VoiceConfig:
             raise ValueError(f"voice setting 'block_ms' must be 10-30, got {self.block_ms}")
         if not 0 < self.vad_threshold < 1:
             raise ValueError(f"voice setting 'vad_threshold' must be between 0 and 1, got {self.vad_threshold}")
+        if not 0 < self.turn_threshold < 1:
+            raise ValueError(f"voice setting 'turn_threshold' must be between 0 and 1, got {self.turn_threshold}")
+        if not 0 < self.turn_ask_ms <= self.turn_max_ms:
+            raise ValueError(f"voice settings: 'turn_ask_ms' ({self.turn_ask_ms}) must be above 0 and at most "
+                             f"'turn_max_ms' ({self.turn_max_ms})")
+        if self.turn_retry_ms < 32:
+            raise ValueError(f"voice setting 'turn_retry_ms' must be at least 32 (one VAD window), "
+                             f"got {self.turn_retry_ms}")
         if not 0 < self.wake_threshold < 1:
             raise ValueError(f"voice setting 'wake_threshold' must be between 0 and 1, got {self.wake_threshold}")
         for name in ("preroll_ms", "hangover_ms", "min_speech_ms", "sentence_pause_ms", "output_rate",

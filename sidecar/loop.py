@@ -31,6 +31,7 @@ from sidecar.voice.bargein import BargeIn, EchoGuard
 from sidecar.voice.playback import Output, Playback
 from sidecar.voice.sentences import Sentences
 from sidecar.voice.tts import TTS, EspeakSynth, PiperSynth, Synthesizer
+from sidecar.voice.turn_end import SmartTurn
 from sidecar.voice.vad import Endpointer, SileroVad
 from sidecar.voice.wake import AcousticWake, WakeModel
 
@@ -39,13 +40,15 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Engines:
-    """The loaded models: whisper, silero, openWakeWord (if used), piper and/or espeak-ng."""
+    """The loaded models: whisper, silero, the turn model and openWakeWord (if used), piper and/or
+    espeak-ng."""
 
     transcriber: Transcriber
     vad: SileroVad
     wake: WakeModel | None
     voice: Synthesizer
     fallback_voice: Synthesizer | None
+    turn: SmartTurn | None = None
 
     @classmethod
     def load(cls, config: VoiceConfig, models: Models | None = None) -> Engines:
@@ -53,7 +56,8 @@ class Engines:
         transcriber = Transcriber(models.path(config.asr_model), config.whisper_threads)
         wake = WakeModel(models.path("wakeword"), config.wake_model) if config.wake_engine == "openwakeword" else None
         voice, fallback = load_voices(config, models)
-        return cls(transcriber, SileroVad(), wake, voice, fallback)
+        turn = SmartTurn(models.path("smart-turn")) if config.endpoint == "smart_turn" else None
+        return cls(transcriber, SileroVad(), wake, voice, fallback, turn)
 
 
 def load_voices(config: VoiceConfig, models: Models) -> tuple[Synthesizer, Synthesizer | None]:
@@ -97,7 +101,10 @@ def listening(config: VoiceConfig, engines: Engines, source: Source, intents: In
         if engines.wake is None or engines.wake.name != config.wake_model:
             raise ValueError(f"the engines were loaded without the {config.wake_model} wake model")
         processors.append(AcousticWake(engines.wake, config.wake_threshold))
-    processors.append(Endpointer(config, engines.vad, echo_guard(config)))
+    if config.endpoint == "smart_turn" and engines.turn is None:
+        raise ValueError("the engines were loaded without the turn model (voice.endpoint = \"smart_turn\")")
+    turn = engines.turn if config.endpoint == "smart_turn" else None
+    processors.append(Endpointer(config, engines.vad, echo_guard(config), turn))
     if config.barge_in:
         processors.append(BargeIn())
     return processors + [

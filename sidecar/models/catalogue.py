@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Kind = Literal["asr", "tts", "wake", "llm", "sample"]
+Kind = Literal["asr", "tts", "wake", "turn", "llm", "sample"]
 
 
 @dataclass(frozen=True)
@@ -127,6 +127,24 @@ CATALOGUE: tuple[ModelSpec, ...] = (
                       "wyoming_openwakeword/models/okay_nabu_v0.1.tflite"),
         ),
         local_source="package:pyopen_wakeword:models",
+    ),
+    ModelSpec(
+        name="smart-turn",
+        kind="turn",
+        description="Smart Turn v3.2 (ONNX, int8, CPU): is the user's turn complete, from the audio",
+        license="BSD-2-Clause",
+        files=(
+            ModelFile(
+                "smart-turn-v3.2-cpu.onnx",
+                "sha256:2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f",
+                8679182,
+                "https://huggingface.co/pipecat-ai/smart-turn-v3/resolve/main/smart-turn-v3.2-cpu.onnx",
+            ),
+        ),
+        # the wheel is taken apart, not installed: pipecat-ai pulls numba, openai, aiohttp and more,
+        # none of which Stella needs (sidecar/voice/turn_end.py runs the model with onnxruntime)
+        local_source="wheel:pipecat-ai==1.14.0:pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx",
+        main="smart-turn-v3.2-cpu.onnx",
     ),
     ModelSpec(
         name="gemma3-270m",
