@@ -54,12 +54,24 @@ class Engines:
     @classmethod
     def load(cls, config: VoiceConfig, models: Models | None = None) -> Engines:
         models = models or Models()
-        transcriber: Transcribes = (
-            CT2Transcriber(models.path(config.ct2_model), config.whisper_threads) if config.asr_engine == "ctranslate2"
-            else Transcriber(models.path(config.asr_model), config.whisper_threads))
+        transcriber: Transcribes | None = None
+        if config.asr_engine == "ctranslate2":
+            try:
+                transcriber = CT2Transcriber(models.path(config.ct2_model), config.whisper_threads)
+            except (ModelError, ImportError, OSError) as exc:
+                log.warning("CTranslate2 ASR unavailable (%s); using whisper.cpp — `stella models install %s` "
+                            "brings the faster engine back", exc, config.ct2_model)
+        if transcriber is None:
+            transcriber = Transcriber(models.path(config.asr_model), config.whisper_threads)
         wake = WakeModel(models.path("wakeword"), config.wake_model) if config.wake_engine == "openwakeword" else None
         voice, fallback = load_voices(config, models)
-        turn = SmartTurn(models.path("smart-turn")) if config.endpoint == "smart_turn" else None
+        turn = None
+        if config.endpoint == "smart_turn":
+            try:
+                turn = SmartTurn(models.path("smart-turn"))
+            except (ModelError, ImportError, OSError) as exc:
+                log.warning("turn model unavailable (%s); ending turns after %d ms of silence — `stella models "
+                            "install smart-turn` brings it back", exc, config.hangover_ms)
         return cls(transcriber, SileroVad(), wake, voice, fallback, turn)
 
 
@@ -104,9 +116,7 @@ def listening(config: VoiceConfig, engines: Engines, source: Source, intents: In
         if engines.wake is None or engines.wake.name != config.wake_model:
             raise ValueError(f"the engines were loaded without the {config.wake_model} wake model")
         processors.append(AcousticWake(engines.wake, config.wake_threshold))
-    if config.endpoint == "smart_turn" and engines.turn is None:
-        raise ValueError("the engines were loaded without the turn model (voice.endpoint = \"smart_turn\")")
-    turn = engines.turn if config.endpoint == "smart_turn" else None
+    turn = engines.turn if config.endpoint == "smart_turn" else None  # None: the fixed hang-over
     processors.append(Endpointer(config, engines.vad, echo_guard(config), turn))
     if config.barge_in:
         processors.append(BargeIn())

@@ -149,7 +149,7 @@ class Segmenter:
         if not self._ptt and not self._guessed and silence >= self.tail and self._voiced >= self.min_speech:
             self._guessed = True
             out.append(self._utterance(end, final=False))
-        if isinstance(decision, Ask):
+        if isinstance(decision, Ask) and self._voiced >= self.min_speech:  # a click is not worth asking about
             out.append(AskTurn(np.concatenate(self._audio), decision.pause, decision.silence, end))
         return out
 

@@ -10,9 +10,9 @@ from sidecar.config import VoiceConfig
 from sidecar.frames import AudioFrame, EndFrame, UtteranceFrame
 from sidecar.voice.audio import RATE, to_int16
 from sidecar.voice.turn_end import Ask, End, TurnEnd
-from sidecar.voice.vad import WINDOW_S, AskTurn, Endpointer, Segmenter, Utterance
+from sidecar.voice.vad import WINDOW_S, AskTurn, Discarded, Endpointer, Segmenter, Utterance
 
-from .harness import run
+from .harness import Feed, run
 from .speech import concat, espeak, silence
 from .test_vad import QUIET, VOICE, feed, finals, windows
 
@@ -121,6 +121,13 @@ def test_the_segmenter_waits_through_a_mid_thought_pause():
     assert utterance.endpoint - utterance.end == pytest.approx(1.0, abs=WINDOW_S), "ended by the timeout"
 
 
+def test_a_click_is_not_worth_asking_about_and_is_discarded_at_the_timeout():
+    seg = segmenter(min_speech_ms=150)
+    out = feed(seg, windows(0.5, QUIET) + [VOICE, VOICE] + windows(1.2, QUIET))
+    assert not [r for r in out if isinstance(r, AskTurn)] and not finals(out)
+    assert any(isinstance(r, Discarded) for r in out)
+
+
 def test_push_to_talk_never_asks_the_model():
     seg = segmenter()
     out = seg.push_to_talk(True, 0.0)
@@ -208,3 +215,26 @@ def test_the_real_model_in_the_endpointer_ends_a_question_before_the_timeout(sma
     endpointer = Endpointer(VoiceConfig(turn_max_ms=2000), engines.vad, turn_model=smart_turn)
     (utterance,) = [f for f in run(frames(audio), [endpointer]) if isinstance(f, UtteranceFrame) and f.final]
     assert utterance.t - utterance.end < 2.0, "the model, not the 2 s timeout, ended it"
+
+
+def test_without_the_new_models_the_loop_falls_back_and_says_how_to_get_them(tmp_path, caplog):
+    """A models folder from before (whisper.cpp's and piper's models only): the voice loop still
+    starts, on whisper.cpp and the fixed hang-over, and the log names the install command."""
+    from sidecar.loop import Engines, listening
+    from sidecar.models.catalogue import find
+    from sidecar.models.provision import Models
+    from sidecar.voice.asr import Transcriber
+
+    real = Models()
+    for name in ("whisper-tiny.en", "piper-joe"):
+        (tmp_path / name).mkdir()
+        for f in real.folder(find(name)).iterdir():
+            (tmp_path / name / f.name).symlink_to(f)
+    config = VoiceConfig(wake_engine="phrase")
+    with caplog.at_level("WARNING"):
+        engines = Engines.load(config, Models(tmp_path))
+    assert isinstance(engines.transcriber, Transcriber) and engines.turn is None
+    assert "stella models install whisper-tiny.en-ct2" in caplog.text
+    assert "stella models install smart-turn" in caplog.text
+    (endpointer,) = [p for p in listening(config, engines, Feed([])) if isinstance(p, Endpointer)]
+    assert endpointer.turn_model is None and endpointer.segmenter.turn is None, "the fixed hang-over ends turns"
