@@ -2,15 +2,15 @@
 
 Run: ``.venv/bin/python tests/bench/voice_latency.py [--turns 12] [--server URL]``. Without
 --server it starts the bundled llama-server (gemma3 270M) and a gateway. It prints the
-figures and writes them to ``tests/bench/voice_results.md``; ``--endpoint silence
---asr-engine whisper.cpp`` runs the loop as it was before Smart Turn and CTranslate2.
+figures and writes them to ``tests/bench/voice_results.md``; ``--endpoint smart_turn`` ends
+turns with the turn model, ``--asr-engine whisper.cpp`` transcribes as before CTranslate2.
 
 A scripted microphone says "Hey Stella, <question>" (the app's default phrase wake word; or
 "Hey Jarvis, …" with ``--wake openwakeword``) in voices that take turns (piper joe at two
 speeds, espeak-ng voices; real-time pace), waits for the reply to be heard in full, pauses a
 second, and asks the next question — a conversation, so the prompt grows with the history as it
 does for a user; the first turn counts like the others. Everything else is the real voice loop
-(`sidecar.loop.build`): silero VAD, Smart Turn, the wake word, whisper tiny.en, the link to the
+(`sidecar.loop.build`): silero VAD [+ Smart Turn], the wake word, whisper tiny.en, the link to the
 gateway, the sentence splitter, piper and the playback buffer (into a WAV file).
 
 "total" is measured from the true end of the user's speech (the last sample of the clip the
@@ -238,7 +238,7 @@ def main() -> None:
     parser.add_argument("--no-write", action="store_true", help="print only; leave voice_results.md alone")
     parser.add_argument("--asr-threads", type=int, default=0, help="voice.asr_threads (0: the default)")
     parser.add_argument("--asr-engine", choices=["ctranslate2", "whisper.cpp"], default="ctranslate2")
-    parser.add_argument("--endpoint", choices=["smart_turn", "silence"], default="smart_turn")
+    parser.add_argument("--endpoint", choices=["smart_turn", "silence"], default=VoiceConfig.endpoint)
     parser.add_argument("--wake", choices=["phrase", "openwakeword"], default="phrase")
     args = parser.parse_args()
     if args.turns > len(QUESTIONS):
