@@ -72,3 +72,13 @@ def test_an_aborted_run_says_nothing(ct2):
     abort = threading.Event()
     abort.set()
     assert ct2(espeak("Tell me a joke."), abort) == ""
+
+
+def test_a_segment_that_starts_after_the_audio_is_dropped(ct2):
+    """whisper saying it again shows in its timestamps: a second segment starting at the end."""
+    bpe = BPE(Models().path("whisper-tiny.en-ct2"))
+    at = lambda s: ct2._time0 + round(s / 0.02)  # noqa: E731
+    said = list(bpe.encode(" Do you like music?"))
+    ids = [at(0.0), *said, at(1.5), at(1.5), *said, at(2.0)]
+    assert ct2._text(ids, 1.6) == " Do you like music?", "the repeat starts at 1.5 s of 1.6 s of audio"
+    assert ct2._text(ids, 3.0) == " Do you like music? Do you like music?", "inside the audio: speech"
