@@ -286,7 +286,9 @@ def main() -> None:
         gaps["vad_lag"] = (marks["speech_end"] - true_end) * 1000
         turns.append(gaps)
     heard = {t.turn: t.text for t in asked}
-    accuracy = statistics.mean(heard_fraction(q, heard.get(i + 1, "")) for i, q in enumerate(questions))
+    # each question against the turn that heard it best: a split or lost question must not shift the others
+    accuracy = statistics.mean(max((heard_fraction(q, text) for text in heard.values()), default=0.0)
+                               for q in questions)
     # a question split by a pause: its second part is transcribed but starts no turn (the wake word is spent)
     wake = NameMatcher(wake_words)
     taken = {t.speech_end for t in asked}
