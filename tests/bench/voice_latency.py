@@ -207,8 +207,8 @@ def report(config: AppConfig, turns: list[dict], asr_ms: list[float], tts_ms: li
         "",
         f"{len(turns)} turns of \"{wake_words}, <question>\" in one conversation ({config.voice.wake_engine} wake "
         f"word), voices in turn: {', '.join(voice_names)}; the questions taken (wake word stripped) had "
-        f"{accuracy:.0%} of their words right; {cut} utterance(s) heard but not taken as a turn (a question "
-        f"split by a pause: the cut-off rate) and "
+        f"{accuracy:.0%} of their words right; {cut} utterance(s) heard but not taken as a turn (the rest of a "
+        f"question split by a pause, or a question after a misheard wake word) and "
         f"{missed} with no reply. Wall time {wall:.0f} s. Command: `.venv/bin/python tests/bench/voice_latency.py"
         f"{command}`.",
         "",
