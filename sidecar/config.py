@@ -44,6 +44,19 @@ class VoiceConfig:
     hangover_ms: int = 300
     min_speech_ms: int = 150
     max_utterance_s: float = 20.0
+    # End of a turn: "smart_turn" asks the turn model (Smart Turn v3.2) after `turn_ask_ms` of
+    # silence whether the words so far are a complete turn — yes: the turn ends; no: it asks
+    # again every `turn_retry_ms` (by default never: asking again cut off more thoughts and
+    # saved no time) and ends anyway after `turn_max_ms`. "silence" ends every utterance after
+    # `hangover_ms`. tests/bench/turn_end.py measures both: on this machine's synthetic voices
+    # smart_turn cuts off about half as many paused thoughts but makes complete questions wait
+    # longer (a quarter are heard as unfinished and wait the full second; the model's ~90 ms
+    # grows to several hundred under load), so the fixed hang-over stays the default.
+    endpoint: Literal["smart_turn", "silence"] = "silence"
+    turn_ask_ms: int = 150
+    turn_retry_ms: int = 1000
+    turn_max_ms: int = 1000
+    turn_threshold: float = 0.5
     # Wake word: "openwakeword" (acoustic, always on), "phrase" (whisper checks each
     # utterance for the name in `wake_phrase`) or "off" (every utterance is a turn).
     wake_engine: Literal["openwakeword", "phrase", "off"] = "phrase"
@@ -51,11 +64,15 @@ class VoiceConfig:
     wake_phrase: str = "hey stella"
     wake_threshold: float = 0.5
     wake_window_s: float = 8.0  # after a bare wake word, how long the next utterance is addressed
-    # ASR: pywhispercpp with a provisioned ggml model. 0 threads = every core (at most 4): when
-    # the user has just stopped speaking nothing else needs them (measured on an idle 2-core
-    # machine, whisper from the pause: 2 threads 0.57 s, 1 thread 0.96 s; only when other
-    # programs keep the cores busy is one thread the steadier).
+    # ASR: "ctranslate2" (int8, the utterance's own window: ~4x faster than whisper.cpp here, as
+    # accurate — tests/bench/asr_engines.py) with `ct2_model`, or "whisper.cpp" (pywhispercpp)
+    # with the ggml `asr_model`. 0 threads = every core (at most 4): when the user has just
+    # stopped speaking nothing else needs them (measured on an idle 2-core machine, whisper.cpp
+    # from the pause: 2 threads 0.57 s, 1 thread 0.96 s; only when other programs keep the
+    # cores busy is one thread the steadier).
+    asr_engine: Literal["ctranslate2", "whisper.cpp"] = "ctranslate2"
     asr_model: str = "whisper-tiny.en"
+    ct2_model: str = "whisper-tiny.en-ct2"
     asr_threads: int = 0
     # TTS: piper with a provisioned voice; espeak-ng is the fallback (or the choice).
     tts_engine: Literal["piper", "espeak"] = "piper"
@@ -95,6 +112,14 @@ class VoiceConfig:
             raise ValueError(f"voice setting 'block_ms' must be 10-30, got {self.block_ms}")
         if not 0 < self.vad_threshold < 1:
             raise ValueError(f"voice setting 'vad_threshold' must be between 0 and 1, got {self.vad_threshold}")
+        if not 0 < self.turn_threshold < 1:
+            raise ValueError(f"voice setting 'turn_threshold' must be between 0 and 1, got {self.turn_threshold}")
+        if not 0 < self.turn_ask_ms <= self.turn_max_ms:
+            raise ValueError(f"voice settings: 'turn_ask_ms' ({self.turn_ask_ms}) must be above 0 and at most "
+                             f"'turn_max_ms' ({self.turn_max_ms})")
+        if self.turn_retry_ms < 32:
+            raise ValueError(f"voice setting 'turn_retry_ms' must be at least 32 (one VAD window), "
+                             f"got {self.turn_retry_ms}")
         if not 0 < self.wake_threshold < 1:
             raise ValueError(f"voice setting 'wake_threshold' must be between 0 and 1, got {self.wake_threshold}")
         for name in ("preroll_ms", "hangover_ms", "min_speech_ms", "sentence_pause_ms", "output_rate",

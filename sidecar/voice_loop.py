@@ -27,11 +27,13 @@ from sidecar.outfit_tags import OutfitTags
 from sidecar.pipeline import Observer, Pipeline, Processor, Source, VoiceError
 from sidecar.reply import ChatLink, Reply
 from sidecar.voice.aec import EchoCancel, PlayedLog
-from sidecar.voice.asr import ASR, Transcriber
+from sidecar.voice.asr import ASR, Transcriber, Transcribes
+from sidecar.voice.asr_ct2 import CT2Transcriber
 from sidecar.voice.bargein import BargeIn, EchoGuard
 from sidecar.voice.playback import Output, Playback
 from sidecar.voice.sentences import Sentences
 from sidecar.voice.tts import TTS, EspeakSynth, PiperSynth, Synthesizer
+from sidecar.voice.turn_end import SmartTurn
 from sidecar.voice.turn_taking import TurnTaker, WakeGate
 from sidecar.voice.vad import Endpointer, SileroVad
 from sidecar.voice.wake import AcousticWake, WakeModel
@@ -41,21 +43,38 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Engines:
-    """The loaded models: whisper, silero, openWakeWord (if used), piper and/or espeak-ng."""
+    """The loaded models: whisper, silero, the turn model and openWakeWord (if used), piper and/or
+    espeak-ng."""
 
-    transcriber: Transcriber
+    transcriber: Transcribes
     vad: SileroVad
     wake: WakeModel | None
     voice: Synthesizer
     fallback_voice: Synthesizer | None
+    turn: SmartTurn | None = None
 
     @classmethod
     def load(cls, config: VoiceConfig, models: Models | None = None) -> Engines:
         models = models or Models()
-        transcriber = Transcriber(models.path(config.asr_model), config.whisper_threads)
+        transcriber: Transcribes | None = None
+        if config.asr_engine == "ctranslate2":
+            try:
+                transcriber = CT2Transcriber(models.path(config.ct2_model), config.whisper_threads)
+            except (ModelError, ImportError, OSError) as exc:
+                log.warning("CTranslate2 ASR unavailable (%s); using whisper.cpp — `stella models install %s` "
+                            "brings the faster engine back", exc, config.ct2_model)
+        if transcriber is None:
+            transcriber = Transcriber(models.path(config.asr_model), config.whisper_threads)
         wake = WakeModel(models.path("wakeword"), config.wake_model) if config.wake_engine == "openwakeword" else None
         voice, fallback = load_voices(config, models)
-        return cls(transcriber, SileroVad(), wake, voice, fallback)
+        turn = None
+        if config.endpoint == "smart_turn":
+            try:
+                turn = SmartTurn(models.path("smart-turn"))
+            except (ModelError, ImportError, OSError) as exc:
+                log.warning("turn model unavailable (%s); ending turns after %d ms of silence — `stella models "
+                            "install smart-turn` brings it back", exc, config.hangover_ms)
+        return cls(transcriber, SileroVad(), wake, voice, fallback, turn)
 
 
 def load_voices(config: VoiceConfig, models: Models) -> tuple[Synthesizer, Synthesizer | None]:
@@ -99,7 +118,8 @@ def listening(config: VoiceConfig, engines: Engines, source: Source, intents: In
         if engines.wake is None or engines.wake.name != config.wake_model:
             raise ValueError(f"the engines were loaded without the {config.wake_model} wake model")
         processors.append(AcousticWake(engines.wake, config.wake_threshold))
-    processors.append(Endpointer(config, engines.vad, echo_guard(config)))
+    turn = engines.turn if config.endpoint == "smart_turn" else None  # None: the fixed hang-over
+    processors.append(Endpointer(config, engines.vad, echo_guard(config), turn))
     if config.barge_in:
         processors.append(BargeIn())
     return processors + [

@@ -18,6 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -48,6 +49,12 @@ def clean(text: str) -> str:
         return " " if len(inner.split()) <= 2 else inner
 
     return " ".join(_ASIDE.sub(aside, _TAG.sub(" ", text)).split())
+
+
+class Transcribes(Protocol):
+    """An ASR engine: whisper.cpp (`Transcriber`) or CTranslate2 (`asr_ct2.CT2Transcriber`)."""
+
+    def __call__(self, audio: np.ndarray, abort: threading.Event | None = None, prompt: str = "") -> str: ...
 
 
 class Transcriber:
@@ -102,7 +109,7 @@ class ASR(Processor):
     tiny.en hears espeak's "Stella" as "Statler", "Taylor" or "Tetler" most of the time.
     """
 
-    def __init__(self, transcriber: Transcriber, prompt: str = "") -> None:
+    def __init__(self, transcriber: Transcribes, prompt: str = "") -> None:
         super().__init__()
         self.transcriber = transcriber
         self.prompt = prompt

