@@ -26,7 +26,7 @@ from sidecar.outfit_catalogue import Outfit, load_catalogue
 from sidecar.outfit_tags import OutfitTags
 from sidecar.pipeline import Observer, Pipeline, Processor, Source, VoiceError
 from sidecar.reply import ChatLink, Reply
-from sidecar.voice.aec import EchoCancel, PlayedLog
+from sidecar.voice.aec import EchoCancel, PlayedLog, Reference
 from sidecar.voice.asr import ASR, Transcriber, Transcribes
 from sidecar.voice.asr_ct2 import CT2Transcriber
 from sidecar.voice.bargein import BargeIn, EchoGuard
@@ -98,11 +98,11 @@ def load_voices(config: VoiceConfig, models: Models) -> tuple[Synthesizer, Synth
         return espeak, None
 
 
-def echo_guard(config: VoiceConfig) -> EchoGuard:
+def echo_guard(config: VoiceConfig, played: Reference | None = None) -> EchoGuard:
     return EchoGuard(threshold=config.vad_threshold, margin_db=config.echo_margin_db,
                      max_delay_s=config.echo_delay_ms / 1000, prior_coupling_db=config.echo_coupling_db,
                      floor_db=config.echo_coupling_floor_db,
-                     windows=config.barge_in_windows)
+                     windows=config.barge_in_windows, played=played)
 
 
 def listening(config: VoiceConfig, engines: Engines, source: Source, intents: Intents | None = None,
@@ -112,14 +112,17 @@ def listening(config: VoiceConfig, engines: Engines, source: Source, intents: In
     wake_word = config.wake_model if config.wake_engine == "openwakeword" else config.wake_phrase
     prompt = "" if config.wake_engine == "off" else wake_word.replace("_", " ").title() + "."
     processors: list[Processor] = [source]
+    reference = None  # what the output really played, and when: the guard checks it too
     if config.aec and played is not None:
-        processors.append(EchoCancel(config, played))
+        cancel = EchoCancel(config, played)
+        processors.append(cancel)
+        reference = cancel.canceller.reference
     if config.wake_engine == "openwakeword":
         if engines.wake is None or engines.wake.name != config.wake_model:
             raise ValueError(f"the engines were loaded without the {config.wake_model} wake model")
         processors.append(AcousticWake(engines.wake, config.wake_threshold))
     turn = engines.turn if config.endpoint == "smart_turn" else None  # None: the fixed hang-over
-    processors.append(Endpointer(config, engines.vad, echo_guard(config), turn))
+    processors.append(Endpointer(config, engines.vad, echo_guard(config, reference), turn))
     if config.barge_in:
         processors.append(BargeIn())
     return processors + [

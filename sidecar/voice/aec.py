@@ -65,11 +65,13 @@ class Reference:
     at another rate go through one soxr stream. The device plays one sample after the other,
     so samples are counted from the first block's time; the time each callback reports
     jitters by tens of ms on a loaded machine (re-anchoring on it moved the reference under
-    the filter: false barge-ins through PulseAudio), so only a jump of `jump_s` (the output
-    restarted) re-anchors.
+    the filter: false barge-ins through PulseAudio), so a jump of `jump_s` (the output
+    restarted) re-anchors at once, and an offset of `late_s` that each of `settle` blocks in a
+    row shows (an underrun: the output stalled, and all that follows plays that much later;
+    seen under load: tens to hundreds of ms) moves the count by it.
     """
 
-    def __init__(self, seconds: float = 4.0, jump_s: float = 0.25) -> None:
+    def __init__(self, seconds: float = 4.0, jump_s: float = 0.25, late_s: float = 0.03, settle: int = 5) -> None:
         self.capacity = int(seconds * RATE)
         self._buf = np.zeros(self.capacity, np.float32)
         self._end = 0  # one past the highest index written
@@ -78,6 +80,8 @@ class Reference:
         self._rate = RATE
         self._converter: soxr.ResampleStream | None = None
         self.jump_s = jump_s
+        self.late_s = late_s  # every one of the last `settle` blocks this much off: the output stalled
+        self._off: collections.deque[float] = collections.deque(maxlen=settle)
 
     def add(self, t: float, block: np.ndarray, rate: int) -> None:
         """A played block: `block` (float32 at `rate`) is heard from timeline time `t` on."""
@@ -86,6 +90,15 @@ class Reference:
             self._converter = None if rate == RATE else soxr.ResampleStream(rate, RATE, 1, dtype="float32")
         if self._next is None or abs(t - self._next) > self.jump_s:
             self._index, self._next = round(t * RATE), t
+            self._off.clear()
+        else:
+            self._off.append(t - self._next)
+            lo, hi = min(self._off), max(self._off)
+            moved = lo if lo > self.late_s else hi if hi < -self.late_s else 0.0
+            if moved and len(self._off) == self._off.maxlen:  # an underrun: what follows plays that much later
+                self._index += round(moved * RATE)
+                self._next += moved
+                self._off.clear()
         self._next += len(block) / rate
         audio = block if self._converter is None else self._converter.resample_chunk(block.astype(np.float32))
         self.write(self._index, audio)

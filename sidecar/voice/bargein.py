@@ -43,6 +43,7 @@ from sidecar.frames import (
     UtteranceFrame,
 )
 from sidecar.pipeline import Direction, Processor
+from sidecar.voice.aec import Reference
 from sidecar.voice.audio import RATE, level_db
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ REST_S = 1.0
 class EchoGuard:
     def __init__(self, *, threshold: float, margin_db: float, max_delay_s: float, prior_coupling_db: float,
                  windows: int, floor_db: float = -60.0, hop_s: float = 0.02, history: int = 400,
-                 proof_db: float = PROOF_DB, rest_s: float = REST_S) -> None:
+                 proof_db: float = PROOF_DB, rest_s: float = REST_S, played: Reference | None = None) -> None:
         self.threshold = threshold
         self.margin_db = margin_db
         self.max_delay_s = max_delay_s
@@ -78,6 +79,7 @@ class EchoGuard:
         self._clear = 0  # consecutive windows that were not her echo: louder than it can be, or nothing playing
         self.active = False  # the last window could have had Stella's echo in it
         self.proof_db, self.rest_s = proof_db, rest_s
+        self.played = played  # the canceller's record of what the output played, when it played
         self.trusted = False  # the canceller has shown on this reply that it removes her echo
         self._proof: collections.deque[float] = collections.deque(maxlen=PROOF_WINDOWS)  # dB it removed
         self._quiet = 0.0  # seconds since anything played
@@ -125,12 +127,13 @@ class EchoGuard:
             return probability
         ratio_db = level_db(window) - 10 * np.log10(reference)
         raw_db = ratio_db if raw is None else level_db(raw) - 10 * np.log10(reference)
+        heard_db = min(ratio_db, raw_db)  # a canceller can take her voice out, never put the user's in
         self._quiet = 0.0
         if raw is not None and not self.trusted:
             self._proof.append(raw_db - ratio_db)
             self.trusted = len(self._proof) == self._proof.maxlen and float(np.mean(self._proof)) >= self.proof_db
-        self._clear = self._clear + 1 if ratio_db > self.residue_db + self.margin_db else 0
-        user = probability >= self.threshold and ratio_db > self.allowed_db + self.margin_db
+        self._clear = self._clear + 1 if heard_db > self.residue_db + self.margin_db else 0
+        user = probability >= self.threshold and heard_db > self.allowed_db + self.margin_db
         if not user:  # learn the coupling from echo only: the user talking over it is not echo
             self._ratios.append(ratio_db)
             self._raw_ratios.append(raw_db)
@@ -159,9 +162,15 @@ class EchoGuard:
         return float(np.percentile(self._raw_ratios, COUPLING_PERCENTILE))
 
     def _echo_reference(self, t: float, duration: float) -> float:
-        """The loudest level played between `max_delay_s` before the window and its end."""
+        """The loudest level played between `max_delay_s` before the window and its end: as
+        playback scheduled it, and as the output really played it (a stalled output plays late)."""
         first, last = self._hop(t - self.max_delay_s) - 1, self._hop(t + duration) + 1
-        return max((self._energy.get(k, 0.0) for k in range(first, last + 1)), default=0.0)
+        scheduled = max((self._energy.get(k, 0.0) for k in range(first, last + 1)), default=0.0)
+        if self.played is None:
+            return scheduled
+        hop = round(self.hop_s * RATE)
+        audio = self.played.read(first * hop, (last - first + 1) * hop).astype(np.float64)
+        return max(scheduled, float(np.max(np.mean(np.square(audio.reshape(-1, hop)), axis=1))))
 
     def _hop(self, t: float) -> int:
         return int(np.floor(t / self.hop_s))

@@ -74,6 +74,18 @@ def test_the_reference_counts_samples_through_a_callbacks_jittery_times_and_foll
     assert np.array_equal(ref.read(3 * RATE, 320), np.full(320, 50, np.float32))
 
 
+def test_the_reference_follows_an_output_that_stalled_and_plays_everything_later():
+    """An underrun: from block 50 on, every block is heard 80 ms later than counted (the times
+    jitter by 10 ms). After five such blocks the count moves, so the echo stays on its reference."""
+    ref, rng = Reference(), np.random.default_rng(4)
+    blocks = np.arange(100, dtype=np.float32).repeat(320).reshape(100, 320)
+    for k, block in enumerate(blocks):
+        ref.add(1.0 + k * 0.02 + (k >= 50) * 0.08 + rng.uniform(-0.01, 0.01), block, RATE)
+    heard_at = round((1.0 + 70 * 0.02 + 0.08) * RATE)  # block 70, where it was really heard
+    got = ref.read(heard_at - 320, 3 * 320)
+    assert np.count_nonzero(got == 70) >= 160, "within 10 ms of where it was heard"
+
+
 def test_played_blocks_are_copied_as_the_output_pulls_them():
     log = PlayedLog()
     block = np.ones(160, np.float32)

@@ -10,6 +10,8 @@ import pytest
 
 from sidecar.config import AppConfig
 from sidecar.frames import PlaybackLevelsFrame
+from sidecar.voice.aec import Reference
+from sidecar.voice.audio import RATE
 from sidecar.voice.bargein import EchoGuard
 
 from .simulate import in_silence, simulate
@@ -128,3 +130,32 @@ def test_after_a_pause_the_canceller_must_show_again_that_it_cancels_before_it_i
         g.gate(_level(-40), start + 0.8 + 0.032 * k, 0.9, raw=_level(-12))
     quiet = [g.gate(_level(-10), start + 4.2 + 0.032 * k, 0.9, raw=_level(-8)) for k in range(2)]
     assert quiet[-1] == 0.9, "once it cancels, a user quieter than her echo is heard"
+
+
+def test_a_canceller_that_adds_her_voice_where_there_is_none_is_not_the_user():
+    """A misaligned filter subtracts an echo that has not arrived: its output is louder than the
+    microphone. The user cannot be in what the canceller added."""
+    g = EchoGuard(threshold=0.5, margin_db=6.0, max_delay_s=0.2, prior_coupling_db=0.0, windows=2, floor_db=-20.0)
+    g.reference(PlaybackLevelsFrame(start=0.0, hop=0.02, rms=np.full(100, 0.1, np.float32)))
+    for k in range(40):  # a well-converged canceller: trusted, so only 20 dB under what plays is allowed
+        g.gate(_level(-40), 0.032 * k, 0.9, raw=_level(-12))
+    got = [g.gate(_level(-5), 1.3 + 0.032 * k, 0.9, raw=_level(-30)) for k in range(4)]  # seen through PulseAudio
+    assert got == [0.0] * 4
+
+
+def test_her_echo_is_expected_when_the_output_really_played_it_not_only_when_it_was_scheduled():
+    """Playback scheduled a sentence at 1.0 s; the output stalled and played it 0.4 s later.
+    The canceller's record of what really played keeps her late echo from being a talk-over."""
+    played = Reference()
+    voice = np.full(320, 0.1, np.float32)
+    for k in range(150):  # from 1.4 s: what the output really played
+        played.add(1.4 + 0.02 * k, voice if k < 100 else np.zeros(320, np.float32), RATE)
+    late = EchoGuard(threshold=0.5, margin_db=6.0, max_delay_s=0.2, prior_coupling_db=0.0, windows=2,
+                     played=played)
+    blind = EchoGuard(threshold=0.5, margin_db=6.0, max_delay_s=0.2, prior_coupling_db=0.0, windows=2)
+    for g in (late, blind):
+        g.reference(PlaybackLevelsFrame(start=1.0, hop=0.02, rms=np.full(100, 0.1, np.float32)))  # 1.0-3.0 s
+    echo = _level(-12)
+    windows = [3.25 + 0.032 * k for k in range(5)]  # her echo, after the schedule (and its echo delay) ended
+    assert [late.gate(echo, t, 0.9) for t in windows] == [0.0] * 5
+    assert blind.gate(echo, windows[0], 0.9) == 0.9, "without the record the window is taken for speech"
