@@ -239,7 +239,7 @@ def main() -> None:
     parser.add_argument("--server", help="an existing gateway (default: start llama-server + gateway)")
     parser.add_argument("--no-write", action="store_true", help="print only; leave results/voice.md alone")
     parser.add_argument("--asr-threads", type=int, default=0, help="voice.asr_threads (0: the default)")
-    parser.add_argument("--asr-engine", choices=["ctranslate2", "whisper.cpp"], default="ctranslate2")
+    parser.add_argument("--asr-engine", choices=["ctranslate2", "whisper.cpp"], default=VoiceConfig.asr_engine)
     parser.add_argument("--endpoint", choices=["smart_turn", "silence"], default=VoiceConfig.endpoint)
     parser.add_argument("--wake", choices=["phrase", "openwakeword"], default="phrase")
     args = parser.parse_args()

@@ -250,7 +250,7 @@ def test_a_first_start_from_a_terminal_installs_missing_models_then_starts(
     the user leaves with /quit."""
     models = tmp_path / "models"
     real = Path(user_env["XDG_CACHE_HOME"]) / "stella" / "models"
-    for name in ("whisper-tiny.en", "piper-joe"):
+    for name in ("whisper-tiny.en", "whisper-tiny.en-ct2", "piper-joe"):
         (models / name).mkdir(parents=True)
         for f in (real / name).iterdir():
             if not f.name.startswith("."):

@@ -230,7 +230,7 @@ def test_without_the_new_models_the_loop_falls_back_and_says_how_to_get_them(tmp
         (tmp_path / name).mkdir()
         for f in real.folder(find(name)).iterdir():
             (tmp_path / name / f.name).symlink_to(f)
-    config = VoiceConfig(wake_engine="phrase", endpoint="smart_turn")
+    config = VoiceConfig(wake_engine="phrase", endpoint="smart_turn", asr_engine="ctranslate2")
     with caplog.at_level("WARNING"):
         engines = Engines.load(config, Models(tmp_path))
     assert isinstance(engines.transcriber, Transcriber) and engines.turn is None
