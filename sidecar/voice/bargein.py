@@ -108,9 +108,7 @@ class EchoGuard:
     def residue_db(self) -> float:
         """How loud her echo usually is (the learnt coupling, no floor): a window above it is not
         her echo, which is what the pre-roll of a talk-over keeps."""
-        if len(self._ratios) < MIN_HISTORY:
-            return self.prior_db
-        return float(np.percentile(self._ratios, COUPLING_PERCENTILE))
+        return self._learnt(self._ratios)
 
     def gate(self, window: np.ndarray, t: float, probability: float, raw: np.ndarray | None = None) -> float:
         """The VAD probability of the window at `t`, or 0 if it is only Stella's echo. `raw` is
@@ -157,9 +155,13 @@ class EchoGuard:
     @property
     def raw_coupling_db(self) -> float:
         """How loud her echo is before cancellation (the room's coupling as learnt)."""
-        if len(self._raw_ratios) < MIN_HISTORY:
+        return self._learnt(self._raw_ratios)
+
+    def _learnt(self, ratios: collections.deque[float]) -> float:
+        """A high percentile of the ratios seen while she spoke, or the prior until there are enough."""
+        if len(ratios) < MIN_HISTORY:
             return self.prior_db
-        return float(np.percentile(self._raw_ratios, COUPLING_PERCENTILE))
+        return float(np.percentile(ratios, COUPLING_PERCENTILE))
 
     def _echo_reference(self, t: float, duration: float) -> float:
         """The loudest level played between `max_delay_s` before the window and its end: as
