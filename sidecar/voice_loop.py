@@ -29,7 +29,8 @@ from sidecar.reply import ChatLink, Reply
 from sidecar.voice.aec import EchoCancel, PlayedLog, Reference
 from sidecar.voice.asr import ASR, Transcriber, Transcribes
 from sidecar.voice.asr_ct2 import CT2Transcriber
-from sidecar.voice.bargein import BargeIn, EchoGuard
+from sidecar.voice.bargein import BargeIn
+from sidecar.voice.echo_guard import EchoGuard
 from sidecar.voice.playback import Output, Playback
 from sidecar.voice.sentences import Sentences
 from sidecar.voice.tts import TTS, EspeakSynth, PiperSynth, Synthesizer

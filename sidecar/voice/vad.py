@@ -28,7 +28,7 @@ from sidecar.frames import (
 )
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.audio import RATE
-from sidecar.voice.bargein import EchoGuard
+from sidecar.voice.echo_guard import EchoGuard
 from sidecar.voice.turn_end import Ask, End, SmartTurn, TurnEnd
 
 log = logging.getLogger(__name__)

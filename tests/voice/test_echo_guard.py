@@ -12,7 +12,7 @@ from sidecar.config import AppConfig
 from sidecar.frames import PlaybackLevelsFrame
 from sidecar.voice.aec import Reference
 from sidecar.voice.audio import RATE
-from sidecar.voice.bargein import EchoGuard
+from sidecar.voice.echo_guard import EchoGuard
 
 from .simulate import in_silence, simulate
 from .speech import word_errors, words
