@@ -48,7 +48,9 @@ class VoiceConfig:
     # silence whether the words so far are a complete turn — yes: the turn ends; no: it asks
     # again every `turn_retry_ms` (by default never: asking again cut off more thoughts and
     # saved no time) and ends anyway after `turn_max_ms`. "silence" ends every utterance after
-    # `hangover_ms`. tests/bench/turn_end.py measures both: on this machine's synthetic voices
+    # `hangover_ms`. Between `turn_wait_below` and `turn_threshold` the model is unsure and the
+    # turn ends after `hangover_ms` as without it; only below `turn_wait_below` does it wait
+    # longer. tests/bench/turn_end.py measures both: on this machine's synthetic voices
     # smart_turn cuts off about half as many paused thoughts but makes complete questions wait
     # longer (a quarter are heard as unfinished and wait the full second; the model's ~90 ms
     # grows to several hundred under load), so the fixed hang-over stays the default.
@@ -57,6 +59,7 @@ class VoiceConfig:
     turn_retry_ms: int = 1000
     turn_max_ms: int = 1000
     turn_threshold: float = 0.5
+    turn_wait_below: float = 0.5
     # Wake word: "openwakeword" (acoustic, always on), "phrase" (whisper checks each
     # utterance for the name in `wake_phrase`) or "off" (every utterance is a turn).
     wake_engine: Literal["openwakeword", "phrase", "off"] = "phrase"
@@ -76,6 +79,7 @@ class VoiceConfig:
     asr_engine: Literal["ctranslate2", "whisper.cpp"] = "whisper.cpp"
     asr_model: str = "whisper-tiny.en"
     ct2_model: str = "whisper-tiny.en-ct2"
+    ct2_window_s: float = 4.0  # CTranslate2's shortest encoder window (tests/bench/asr_engines.py)
     asr_threads: int = 0
     # TTS: piper with a provisioned voice; espeak-ng is the fallback (or the choice).
     tts_engine: Literal["piper", "espeak"] = "piper"
@@ -117,6 +121,9 @@ class VoiceConfig:
             raise ValueError(f"voice setting 'vad_threshold' must be between 0 and 1, got {self.vad_threshold}")
         if not 0 < self.turn_threshold < 1:
             raise ValueError(f"voice setting 'turn_threshold' must be between 0 and 1, got {self.turn_threshold}")
+        if not 0 <= self.turn_wait_below <= self.turn_threshold:
+            raise ValueError(f"voice setting 'turn_wait_below' must be between 0 and 'turn_threshold' "
+                             f"({self.turn_threshold}), got {self.turn_wait_below}")
         if not 0 < self.turn_ask_ms <= self.turn_max_ms:
             raise ValueError(f"voice settings: 'turn_ask_ms' ({self.turn_ask_ms}) must be above 0 and at most "
                              f"'turn_max_ms' ({self.turn_max_ms})")
@@ -139,6 +146,9 @@ class VoiceConfig:
             raise ValueError(f"voice setting 'barge_in_windows' must be at least 1, got {self.barge_in_windows}")
         if self.asr_threads < 0:
             raise ValueError(f"voice setting 'asr_threads' must be 0 (automatic) or more, got {self.asr_threads}")
+        if not 4.0 <= self.ct2_window_s <= 30.0:
+            raise ValueError(f"voice setting 'ct2_window_s' must be 4 to 30 seconds (shorter windows make whisper "
+                             f"repeat itself), got {self.ct2_window_s}")
         if self.wake_engine == "openwakeword" and self.wake_model not in WAKE_MODELS:
             raise ValueError(f"voice setting 'wake_model' must be one of {', '.join(WAKE_MODELS)}, "
                              f"got {self.wake_model!r}")

@@ -60,7 +60,8 @@ class Engines:
         transcriber: Transcribes | None = None
         if config.asr_engine == "ctranslate2":
             try:
-                transcriber = CT2Transcriber(models.path(config.ct2_model), config.whisper_threads)
+                transcriber = CT2Transcriber(models.path(config.ct2_model), config.whisper_threads,
+                                              min_window_s=config.ct2_window_s)
             except (ModelError, ImportError, OSError) as exc:
                 log.warning("CTranslate2 ASR unavailable (%s); using whisper.cpp — `stella models install %s` "
                             "brings the faster engine back", exc, config.ct2_model)

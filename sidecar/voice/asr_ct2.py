@@ -37,9 +37,9 @@ STEP = 100  # windows are whole seconds, so a few sizes cover every utterance
 _PIECES = re.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?[^\s\w]+|\s+(?!\S)|\s+""")
 
 
-def window(seconds: float) -> int:
-    """Log-mel frames for an utterance of `seconds`: its length + 1 s, whole seconds, >= 4 s, <= 30 s."""
-    return min(3000, max(MIN_FRAMES, STEP * math.ceil((seconds + 1.0) * 100 / STEP)))
+def window(seconds: float, min_frames: int = MIN_FRAMES) -> int:
+    """Log-mel frames for an utterance of `seconds`: its length + 1 s, whole seconds, >= `min_frames`, <= 30 s."""
+    return min(3000, max(min_frames, STEP * math.ceil((seconds + 1.0) * 100 / STEP)))
 
 
 class BPE:
@@ -92,8 +92,10 @@ def unrepeat(text: str) -> str:
 class CT2Transcriber:
     """Same contract as `asr.Transcriber`: float32 16 kHz audio in, text out."""
 
-    def __init__(self, folder: Path, threads: int, compute_type: str = "int8") -> None:
+    def __init__(self, folder: Path, threads: int, compute_type: str = "int8", min_window_s: float = 4.0) -> None:
         import ctranslate2
+
+        self.min_frames = max(MIN_FRAMES, int(round(min_window_s * 100 / STEP)) * STEP)
 
         self._ct2 = ctranslate2
         self._model = ctranslate2.models.Whisper(str(folder), device="cpu", compute_type=compute_type,
@@ -113,7 +115,7 @@ class CT2Transcriber:
         if len(audio) < RATE // 10 or (abort is not None and abort.is_set()):
             return ""
         seconds = (LEAD_IN + len(audio)) / RATE
-        frames = window(seconds)
+        frames = window(seconds, self.min_frames)
         padded = np.zeros(frames * 160 + 160, np.float32)  # log_mel drops the last frame
         usable = min(len(audio), len(padded) - LEAD_IN)
         padded[LEAD_IN:LEAD_IN + usable] = audio[:usable]

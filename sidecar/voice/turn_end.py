@@ -9,10 +9,15 @@ the audio — intonation, the words' shape — whether a turn is complete.
 "end now" out), so it is tested with a fake clock and a fake model; `SmartTurn` runs the model.
 The VAD's `Segmenter` drives the first, the `Endpointer` calls the second off the event loop.
 
-    silence >= ask_s           -> ask the model about the utterance so far
-    p(complete) >= threshold   -> end now ("complete")
-    p(complete) <  threshold   -> wait; ask again after retry_s more silence
-    silence >= max_s           -> end anyway ("timeout": a long pause is an end whatever the model says)
+    silence >= ask_s                     -> ask the model about the utterance so far
+    p(complete) >= threshold             -> end now ("complete")
+    wait_below <= p(complete) < threshold -> unsure: end after the usual hang-over ("hang-over")
+    p(complete) <  wait_below            -> wait; ask again after retry_s more silence
+    silence >= max_s                     -> end anyway ("timeout": a long pause is an end whatever the model says)
+
+The unsure band is why the model can only help: where it is not sure either way the turn ends
+as it would without it, so a complete question it misjudges waits no longer than the plain
+hang-over, and only a turn it is fairly sure will go on gets the longer wait.
 
 Speech resuming cancels the pause: an answer about it that comes late is ignored.
 """
@@ -26,6 +31,7 @@ from typing import Literal
 
 import numpy as np
 
+from sidecar.config import VoiceConfig
 from sidecar.voice.audio import RATE
 from sidecar.voice.logmel import log_mel
 
@@ -42,20 +48,31 @@ class Ask:
 
 @dataclass(frozen=True)
 class End:
-    reason: Literal["complete", "timeout"]
+    reason: Literal["complete", "hang-over", "timeout"]
 
 
 class TurnEnd:
-    def __init__(self, ask_s: float, retry_s: float, max_s: float, threshold: float) -> None:
+    def __init__(self, ask_s: float, retry_s: float, max_s: float, threshold: float,
+                 wait_below: float | None = None, hangover_s: float | None = None) -> None:
+        """`wait_below` None: below `threshold` always waits; `hangover_s` None: `max_s`."""
         if not 0 < ask_s <= max_s:
             raise ValueError(f"the first question to the turn model ({ask_s} s) must come before the "
                              f"longest wait ({max_s} s)")
         self.ask_s, self.retry_s, self.max_s, self.threshold = ask_s, retry_s, max_s, threshold
+        self.wait_below = threshold if wait_below is None else min(wait_below, threshold)
+        self.hangover_s = max_s if hangover_s is None else min(hangover_s, max_s)
+        self._deadline = max_s  # silence that ends the turn whatever comes
+
         self._pause = 0  # numbers each pause, so a late answer about an earlier one is ignored
         self._in_pause = False
         self._asking = False
         self._asked_at = 0.0
         self._next_ask = ask_s
+
+    @classmethod
+    def of(cls, config: VoiceConfig) -> TurnEnd:
+        return cls(config.turn_ask_ms / 1000, config.turn_retry_ms / 1000, config.turn_max_ms / 1000,
+                   config.turn_threshold, config.turn_wait_below, config.hangover_ms / 1000)
 
     def voice(self) -> None:
         """A voiced window: any pause is over."""
@@ -63,6 +80,7 @@ class TurnEnd:
             self._pause += 1
         self._in_pause = self._asking = False
         self._next_ask = self.ask_s
+        self._deadline = self.max_s
 
     def begin(self) -> None:
         """A new utterance: forget everything about the last one."""
@@ -72,8 +90,8 @@ class TurnEnd:
     def silence(self, silent_s: float) -> Ask | End | None:
         """`silent_s` of silence since the last voiced window."""
         self._in_pause = True
-        if silent_s >= self.max_s:
-            return End("timeout")
+        if silent_s >= self._deadline:
+            return End("timeout" if self._deadline >= self.max_s else "hang-over")
         if not self._asking and silent_s >= self._next_ask:
             self._asking, self._asked_at = True, silent_s
             return Ask(self._pause, silent_s)
@@ -86,6 +104,8 @@ class TurnEnd:
         self._asking = False
         if p_complete >= self.threshold:
             return End("complete")
+        if p_complete >= self.wait_below:
+            self._deadline = self.hangover_s
         self._next_ask = self._asked_at + self.retry_s
         return None
 

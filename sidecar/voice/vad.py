@@ -216,8 +216,7 @@ class Endpointer(Processor):
                  turn_model: SmartTurn | None = None) -> None:
         super().__init__()
         self.turn_model = turn_model
-        turn = None if turn_model is None else TurnEnd(config.turn_ask_ms / 1000, config.turn_retry_ms / 1000,
-                                                       config.turn_max_ms / 1000, config.turn_threshold)
+        turn = None if turn_model is None else TurnEnd.of(config)
         self.segmenter = Segmenter(config, turn)
         self.vad = vad or SileroVad()
         self.guard = guard

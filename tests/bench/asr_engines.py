@@ -24,7 +24,7 @@ import numpy as np  # noqa: E402
 
 from remote_api.shared.models.provision import Models  # noqa: E402
 from sidecar.voice.asr import Transcriber  # noqa: E402
-from sidecar.voice.asr_ct2 import MIN_FRAMES, CT2Transcriber  # noqa: E402
+from sidecar.voice.asr_ct2 import CT2Transcriber  # noqa: E402
 from tests.bench.turn_end import voices  # noqa: E402
 from tests.voice.speech import concat, silence, word_errors, words  # noqa: E402
 
@@ -53,15 +53,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--no-write", action="store_true")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--ct2-windows", default="4,8",
+                        help="CTranslate2's shortest encoder windows to compare, seconds (comma-separated)")
     args = parser.parse_args()
     make = voices()
     sets = {name: [(t, concat(say(t), silence(0.1))) for say in make.values() for t in texts]
             for name, texts in (("tuning", TUNING), ("held-out", HELD_OUT))}
-    engines = {
-        "whisper.cpp f16 (window >= 768 frames)": Transcriber(Models().path("whisper-tiny.en"), args.threads),
-        f"CTranslate2 int8 (window >= {MIN_FRAMES} mel frames)":
-            CT2Transcriber(Models().path("whisper-tiny.en-ct2"), args.threads),
-    }
+    engines = {"whisper.cpp f16 (window >= 768 frames)": Transcriber(Models().path("whisper-tiny.en"), args.threads)}
+    for seconds in (float(w) for w in args.ct2_windows.split(",")):
+        engine = CT2Transcriber(Models().path("whisper-tiny.en-ct2"), args.threads, min_window_s=seconds)
+        engines[f"CTranslate2 int8 (window >= {engine.min_frames} mel frames)"] = engine
     load = os.getloadavg()[0]
     lines = ["| engine | set | utterances | time p50 ms | p90 ms | word error rate |",
              "| --- | --- | ---: | ---: | ---: | ---: |"]

@@ -124,9 +124,9 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     candidates = {
         "silence, hang-over 300 ms": VoiceConfig(endpoint="silence"),
-        **{f"smart_turn, threshold {th}, ask again every {rt} ms": VoiceConfig(endpoint="smart_turn", turn_threshold=th,
-                                                                                turn_retry_ms=rt)
-           for th in (0.5, 0.7) for rt in (300, 1000)},
+        **{f"smart_turn, threshold {th}, wait only below {wb}": VoiceConfig(
+            endpoint="smart_turn", turn_threshold=th, turn_wait_below=wb)
+           for th in (0.5, 0.7) for wb in (0.05, 0.15, 0.3, th)},
     }
     header = ["| endpointing | complete: delay p50 ms | p90 ms | mean ms | mid-thought pauses cut off |",
               "| --- | ---: | ---: | ---: | ---: |"]
@@ -139,8 +139,9 @@ def main() -> None:
     best = VoiceConfig(endpoint="smart_turn")  # the settings the tuning chose
     lines += ["", "### Held-out set (texts the tuning never saw)", "", *header]
     for name, config in (("silence, hang-over 300 ms", VoiceConfig(endpoint="silence")),
-                         (f"smart_turn (threshold {best.turn_threshold}, ask at {best.turn_ask_ms} ms, "
-                          f"again every {best.turn_retry_ms} ms, at most {best.turn_max_ms} ms)", best)):
+                         (f"smart_turn (threshold {best.turn_threshold}, wait only below {best.turn_wait_below}, "
+                          f"ask at {best.turn_ask_ms} ms, again every {best.turn_retry_ms} ms, "
+                          f"at most {best.turn_max_ms} ms)", best)):
         lines.append(row(name, measure(config, vad, model, *held)))
         print(lines[-1], flush=True)
     n_complete, n_paused = len(held[0]), len(held[1])

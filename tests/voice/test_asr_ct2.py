@@ -16,6 +16,8 @@ def test_the_window_is_the_utterance_plus_a_second_in_whole_seconds():
     assert window(1.0) == MIN_FRAMES
     assert window(4.5) == 600
     assert window(40.0) == 3000
+    assert window(1.0, 800) == 800, "a longer shortest window (voice.ct2_window_s) holds for short clips"
+    assert window(9.5, 800) == 1100
 
 
 @pytest.mark.parametrize("raw, text", [

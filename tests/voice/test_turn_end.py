@@ -60,6 +60,24 @@ def test_an_incomplete_turn_is_asked_again_then_ended_by_the_timeout():
     assert decisions[-1] == (pytest.approx(1.024), End("timeout"))
 
 
+def test_an_unsure_model_ends_the_turn_after_the_usual_hang_over_and_only_a_sure_one_waits():
+    def ended(p: float) -> tuple[float, End]:
+        turn = TurnEnd(0.15, 1.0, 1.0, 0.5, wait_below=0.2, hangover_s=0.3)
+        turn.begin()
+        s = 0.0
+        while s < 1.2:
+            s = round(s + 0.032, 6)
+            d = turn.silence(s)
+            if isinstance(d, Ask):
+                assert turn.verdict(d.pause, p) is None
+            elif isinstance(d, End):
+                return s, d
+        raise AssertionError("never ended")
+
+    assert ended(0.35) == (pytest.approx(0.32), End("hang-over")), "unsure: no longer than without the model"
+    assert ended(0.05) == (pytest.approx(1.024), End("timeout")), "sure the user goes on: the long wait"
+
+
 def test_an_answer_about_a_pause_the_user_broke_is_ignored():
     turn = TurnEnd(0.15, 0.3, 1.0, 0.5)
     turn.begin()
@@ -88,8 +106,7 @@ def test_the_first_question_must_come_before_the_longest_wait():
 
 def segmenter(**settings) -> Segmenter:
     config = VoiceConfig(preroll_ms=0, **settings)
-    return Segmenter(config, TurnEnd(config.turn_ask_ms / 1000, config.turn_retry_ms / 1000,
-                                     config.turn_max_ms / 1000, config.turn_threshold))
+    return Segmenter(config, TurnEnd.of(config))
 
 
 def test_the_segmenter_asks_with_the_utterance_so_far_and_ends_on_a_complete_answer():
