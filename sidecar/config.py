@@ -67,19 +67,19 @@ class VoiceConfig:
     wake_phrase: str = "hey stella"
     wake_threshold: float = 0.5
     wake_window_s: float = 8.0  # after a bare wake word, how long the next utterance is addressed
-    # ASR: "whisper.cpp" (pywhispercpp) with the ggml `asr_model`, or "ctranslate2" (int8, the
-    # utterance's own window: ~2x faster here, as accurate on plain questions —
-    # tests/bench/asr_engines.py) with `ct2_model`. whisper.cpp stays the default: with its short
-    # window CTranslate2 misheard a question said over Stella's echo ("Tell me about Paris." ->
-    # "Tell me I'm out Paris.", 3 runs of 3 in tests/voice/test_echo_guard.py) that whisper.cpp
-    # heard right. 0 threads = every core (at most 4): when the user has just
-    # stopped speaking nothing else needs them (measured on an idle 2-core machine, whisper.cpp
-    # from the pause: 2 threads 0.57 s, 1 thread 0.96 s; only when other programs keep the
-    # cores busy is one thread the steadier).
-    asr_engine: Literal["ctranslate2", "whisper.cpp"] = "whisper.cpp"
+    # ASR: "ctranslate2" (int8, a window of the utterance's own length, at least `ct2_window_s`)
+    # with `ct2_model`, or "whisper.cpp" (pywhispercpp, a window of at least 15 s) with the ggml
+    # `asr_model`. tests/bench/asr_engines.py, same tiny.en weights, 96 clips of six voices:
+    # CTranslate2 with a 6 s window made fewer word errors (tuning 13.4 %, held-out 8.2 %) than
+    # whisper.cpp (16.7 %, 9.8 %) in a fraction of the time (~0.2 s a clip where whisper.cpp took
+    # 1.7-3.7 s on a loaded machine: its threads spin on a busy core). A 4 s window misheard a
+    # question said over Stella's echo ("Tell me about Paris." -> "Tell me I'm out Paris.").
+    # 0 threads = every core (at most 4): when the user has just stopped speaking nothing else
+    # needs them.
+    asr_engine: Literal["ctranslate2", "whisper.cpp"] = "ctranslate2"
     asr_model: str = "whisper-tiny.en"
     ct2_model: str = "whisper-tiny.en-ct2"
-    ct2_window_s: float = 4.0  # CTranslate2's shortest encoder window (tests/bench/asr_engines.py)
+    ct2_window_s: float = 6.0  # CTranslate2's shortest encoder window (tests/bench/asr_engines.py)
     asr_threads: int = 0
     # TTS: piper with a provisioned voice; espeak-ng is the fallback (or the choice).
     tts_engine: Literal["piper", "espeak"] = "piper"

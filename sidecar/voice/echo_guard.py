@@ -47,6 +47,28 @@ PROOF_WINDOWS = 6
 REST_S = 1.0
 
 
+class Ratios:
+    """Window levels relative to what was played (dB), the last `history` of them, and their high
+    percentile: the coupling they show. The percentile is read several times a window and changes
+    only when a ratio is added, so it is kept until then."""
+
+    def __init__(self, history: int) -> None:
+        self._ratios: collections.deque[float] = collections.deque(maxlen=history)
+        self._level: float | None = None
+
+    def add(self, ratio_db: float) -> None:
+        self._ratios.append(ratio_db)
+        self._level = None
+
+    def level(self, prior_db: float) -> float:
+        """A high percentile of the ratios seen while she spoke, or the prior until there are enough."""
+        if len(self._ratios) < MIN_HISTORY:
+            return prior_db
+        if self._level is None:
+            self._level = float(np.percentile(self._ratios, COUPLING_PERCENTILE))
+        return self._level
+
+
 class EchoGuard:
     def __init__(self, *, threshold: float, margin_db: float, max_delay_s: float, prior_coupling_db: float,
                  windows: int, floor_db: float = -60.0, hop_s: float = 0.02, history: int = 400,
@@ -59,8 +81,8 @@ class EchoGuard:
         self.windows = windows
         self.hop_s = hop_s
         self._energy: dict[int, float] = {}  # hop index on the timeline -> mean square played then
-        self._ratios: collections.deque[float] = collections.deque(maxlen=history)
-        self._raw_ratios: collections.deque[float] = collections.deque(maxlen=history)  # the same, uncancelled
+        self._ratios = Ratios(history)
+        self._raw_ratios = Ratios(history)  # the same, uncancelled
         self._run = 0  # consecutive windows that were the user's voice (the last one included)
         self._clear = 0  # consecutive windows that were not her echo: louder than it can be, or nothing playing
         self.active = False  # the last window could have had Stella's echo in it
@@ -94,7 +116,7 @@ class EchoGuard:
     def residue_db(self) -> float:
         """How loud her echo usually is (the learnt coupling, no floor): a window above it is not
         her echo, which is what the pre-roll of a talk-over keeps."""
-        return self._learnt(self._ratios)
+        return self._ratios.level(self.prior_db)
 
     def gate(self, window: np.ndarray, t: float, probability: float, raw: np.ndarray | None = None) -> float:
         """The VAD probability of the window at `t`, or 0 if it is only Stella's echo. `raw` is
@@ -119,8 +141,8 @@ class EchoGuard:
         self._clear = self._clear + 1 if heard_db > self.residue_db + self.margin_db else 0
         user = probability >= self.threshold and heard_db > self.allowed_db + self.margin_db
         if not user:  # learn the coupling from echo only: the user talking over it is not echo
-            self._ratios.append(ratio_db)
-            self._raw_ratios.append(raw_db)
+            self._ratios.add(ratio_db)
+            self._raw_ratios.add(raw_db)
         self._run = self._run + 1 if user else 0
         if log.isEnabledFor(logging.DEBUG):  # the decision's figures, window by window
             log.debug("guard t=%.3f p=%.2f cleaned=%.1f raw=%.1f allowed=%.1f residue=%.1f raw_coupling=%.1f run=%d",
@@ -141,13 +163,7 @@ class EchoGuard:
     @property
     def raw_coupling_db(self) -> float:
         """How loud her echo is before cancellation (the room's coupling as learnt)."""
-        return self._learnt(self._raw_ratios)
-
-    def _learnt(self, ratios: collections.deque[float]) -> float:
-        """A high percentile of the ratios seen while she spoke, or the prior until there are enough."""
-        if len(ratios) < MIN_HISTORY:
-            return self.prior_db
-        return float(np.percentile(ratios, COUPLING_PERCENTILE))
+        return self._raw_ratios.level(self.prior_db)
 
     def _echo_reference(self, t: float, duration: float) -> float:
         """The loudest level played between `max_delay_s` before the window and its end: as
