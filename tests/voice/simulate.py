@@ -124,6 +124,9 @@ def simulate(config: AppConfig, engines: Engines, piper, folder: Path, *, replie
              echo: tuple[float, float, float], clips: list[Clip] = TUNING, user_level: float = 0.5) -> Outcome:
     """Run the conversation; `echo` = (delay ms, gain dB, RT60 ms) of the speaker -> microphone room."""
     outcome = Outcome()
+    # Spoken before the conversation starts: synthesising a clip inside it would stall the event
+    # loop for as long as piper takes (~1 s under load), and that stall counted as stop latency.
+    voiced = {clip: speak(piper, clip, user_level) for clip in clips}
     room = save(folder / "room.wav", noise(2.0, level=0.002))
     path = EchoPath(*echo)
     output = FileOutput(folder / "out.wav", RATE, config.voice.block_ms)
@@ -150,7 +153,7 @@ def simulate(config: AppConfig, engines: Engines, piper, folder: Path, *, replie
             if outcome.replies % talk_every == 0:
                 onset = max(frame.t + 0.5, source.position + 0.05)
                 clip = clips[len(outcome.onsets) % len(clips)]
-                audio = speak(piper, clip, user_level)
+                audio = voiced[clip]
                 source.insert(audio, onset)
                 outcome.onsets.append(onset)
                 outcome.ends.append(onset + len(audio) / RATE)
