@@ -151,7 +151,7 @@ def run_window(options: WindowOptions) -> int:
             window.events.restored += keeper.restored
             window.events.closing += keeper.save
             if settings.automation_socket:
-                automation = PageAutomation(Path(settings.automation_socket), window.evaluate_js)
+                automation = PageAutomation(Path(settings.automation_socket), window.run_js)
             webview.start(gui=gui, icon=str(ICON), private_mode=True)
         finally:
             if automation is not None:
