@@ -21,12 +21,15 @@ from tests.desktop.processes import alive, descendants
 
 
 def ready(outfits: int = 6) -> str:
-    """The page is up: the outfits listed, the character drawn once with WebGL2, the server reached."""
+    """The page is up: the outfits listed with their thumbnails, the character drawn once with WebGL2, the server
+    reached."""
     return (f"document.querySelectorAll('.outfit').length === {outfits} && document.body.dataset.character === "
-            "'webgl' && document.getElementById('link').dataset.transport === 'websocket'")
+            "'webgl' && document.getElementById('link').dataset.transport === 'websocket' && "
+            "[...document.querySelectorAll('.outfit img')].every((i) => i.complete && i.naturalWidth > 0)")
 
 
 READY = ready()  # the built-in atlas's six outfits
+OUTFIT_IDS = "[...document.querySelectorAll('.outfit')].map((b) => b.dataset.outfit)"
 
 
 @dataclass
@@ -55,6 +58,13 @@ class AppWindow:
 
     def character_shown(self) -> bool:
         return bool(self.look("#character").std() > 20)
+
+    def outfits_shown(self, shot: np.ndarray | None = None) -> bool:
+        """Every outfit button is on the screen with its thumbnail (the web view paints decoded images in its
+        own time, after the page has them)."""
+        shot = screen.grab(self.display) if shot is None else shot
+        buttons = [self.look(f'.outfit[data-outfit="{o}"]', shot) for o in self.page.eval(OUTFIT_IDS)]
+        return all(button.shape[0] >= 60 and button.std() > 20 for button in buttons)
 
     def close_and_check_nothing_is_left(self) -> None:
         """Close it as a window manager's close button does; every process of the app must exit."""
@@ -99,6 +109,7 @@ def stella(display: str, server: str, store: Path, env: dict[str, str], voice: s
         page.wait(ready(outfits), 30)
         window = AppWindow(proc, display, wid, page)
         wait_for(window.character_shown, 10, "the character reaching the screen")
+        wait_for(window.outfits_shown, 10, "the outfit buttons reaching the screen")
         yield window
     finally:
         abandon(proc, page)

@@ -15,14 +15,13 @@ from atlas.user import UserFolders
 from tests import services
 from tests.character.user_layers import TEAL, share_of, write_cape_layers
 from tests.desktop import screen
-from tests.desktop.app_window import stella
+from tests.desktop.app_window import OUTFIT_IDS, stella
 from tests.desktop.gateway import Gateway
 from tests.desktop.polling import wait_for
 
 pytestmark = [pytest.mark.llama, pytest.mark.keyring, pytest.mark.display]
 
 BUILT_IN = ["hoodie", "red_dress", "school", "space", "pyjamas", "formal"]
-OUTFIT_IDS = "[...document.querySelectorAll('.outfit')].map((b) => b.dataset.outfit)"
 TOASTS = "[...document.querySelectorAll('#toasts .toast[data-kind=error] p')].map((p) => p.textContent).join(' | ')"
 
 

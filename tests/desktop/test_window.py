@@ -21,14 +21,12 @@ from PIL import Image
 
 from tests import services
 from tests.desktop import screen
-from tests.desktop.app_window import stella
+from tests.desktop.app_window import OUTFIT_IDS, stella
 from tests.desktop.gateway import Gateway
 from tests.desktop.polling import wait_for
 from tests.desktop.processes import alive, cpu_seconds, descendants
 
 pytestmark = [pytest.mark.llama, pytest.mark.keyring, pytest.mark.display]
-
-OUTFITS = ("hoodie", "red_dress", "school", "space", "pyjamas", "formal")
 
 # Catch the first frame drawn after the next click on an outfit: a rAF callback queued from the
 # click handler runs right after the page's own frame callback, while that frame is still readable.
@@ -53,17 +51,11 @@ def test_the_window_shows_stella_and_a_real_click_changes_her_outfit_within_a_fr
         xvfb: services.Xvfb, gateway: Gateway, engine_env: dict[str, str], tmp_path: Path, webview: str) -> None:
     with stella(xvfb.display, gateway.url, tmp_path / "stella.db", engine_env, webview=webview) as window:
         shot = screen.grab(xvfb.display)
-
-        def buttons_drawn() -> bool:  # each thumbnail is an image the web view decodes, and shows, on its own time
-            nonlocal shot
-            shot = screen.grab(xvfb.display)
-            buttons = [window.look(f'.outfit[data-outfit="{outfit}"]', shot) for outfit in OUTFITS]
-            return all(button.shape[0] >= 60 and button.std() > 20 for button in buttons)
-
-        wait_for(buttons_drawn, 10, "every outfit button drawn on the screen")
         Image.fromarray(shot).save(tmp_path / "window.png")
         print(f"screenshot: {tmp_path / 'window.png'}")
         assert screen.shown_outfit(window.look("#character", shot)) == "hoodie"
+        assert window.page.eval(OUTFIT_IDS) == ["hoodie", "red_dress", "school", "space", "pyjamas", "formal"]
+        assert window.outfits_shown(shot), "an outfit button is not drawn"
 
         before = screen.outfit_distances(window.look("#character", shot))
         assert window.page.eval(CATCH_NEXT_FRAME)
