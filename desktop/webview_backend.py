@@ -63,7 +63,13 @@ def decide(setting: str, gtk_problem: Callable[[], str | None], qt_problem: Call
 
 
 def gtk_problem() -> str | None:
-    """None when PyGObject and WebKitGTK 4.1 load, else what is missing."""
+    """None when PyGObject and WebKitGTK 4.1 load, else what is missing.
+
+    SQLCipher is loaded first, on purpose: WebKitGTK brings the system's plain libsqlite3 into the process's
+    global symbol scope, and a SQLCipher extension loaded after it binds its sqlite3_* calls to that library —
+    the store would be written unencrypted (measured: the bundle's self-test did exactly that)."""
+    import sqlcipher3  # noqa: F401 - see above
+
     try:
         import gi
 

@@ -9,6 +9,7 @@ first frame after a click; what the user sees is checked on the screen itself.
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import os
 import signal
@@ -28,6 +29,8 @@ from tests.desktop.processes import alive, cpu_seconds, descendants
 
 pytestmark = [pytest.mark.llama, pytest.mark.keyring, pytest.mark.display]
 
+WEB_PROCESS = {"gtk": "WebKitWebProcess", "qt": "QtWebEngineProcess"}  # the web view's own helper program
+
 # Catch the first frame drawn after the next click on an outfit: a rAF callback queued from the
 # click handler runs right after the page's own frame callback, while that frame is still readable.
 CATCH_NEXT_FRAME = """(() => {
@@ -39,6 +42,15 @@ CATCH_NEXT_FRAME = """(() => {
   }, {once: true, capture: true});
   return true;
 })()"""
+
+
+def commands(pid: int) -> list[str]:
+    """The command lines of the app's processes."""
+    found = []
+    for p in descendants(pid):
+        with contextlib.suppress(OSError):
+            found.append(Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+    return found
 
 
 def png_pixels(data_url: str) -> np.ndarray:
@@ -69,7 +81,24 @@ def test_the_window_shows_stella_and_a_real_click_changes_her_outfit_within_a_fr
 
         wait_for(lambda: screen.shown_outfit(window.look("#character")) == "red_dress", 2, "the red dress on screen")
         assert window.page.eval("document.querySelector('.outfit[aria-pressed=true]').dataset.outfit") == "red_dress"
+        assert WEB_PROCESS[webview] in " ".join(commands(window.proc.pid)), f"not on {webview}"
         window.close_and_check_nothing_is_left()
+
+
+def test_without_webkitgtk_the_window_falls_back_to_qt_webengine_and_says_why(
+        xvfb: services.Xvfb, gateway: Gateway, engine_env: dict[str, str], tmp_path: Path,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "no-pygobject" / "gi"  # fault injection: PyGObject that does not load, ahead of the real one
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text('raise ImportError("PyGObject removed by the test")\n')
+    env = {**engine_env, "PYTHONPATH": str(broken.parent)}
+    with stella(xvfb.display, gateway.url, tmp_path / "stella.db", env) as window:
+        assert WEB_PROCESS["qt"] in " ".join(commands(window.proc.pid))
+        assert screen.shown_outfit(window.look("#character")) == "hoodie"
+        window.close_and_check_nothing_is_left()
+    assert ("web view: Qt WebEngine — the system's WebKitGTK cannot be used (PyGObject does not load: PyGObject "
+            "removed by the test), so the fallback Qt WebEngine; to use the lighter system web view, install the "
+            "system's web view (Debian/Ubuntu: sudo apt install gir1.2-webkit2-4.1)") in capfd.readouterr().err
 
 
 def test_outfit_and_window_geometry_survive_a_restart_and_a_killed_shell_leaves_nothing(
