@@ -109,6 +109,18 @@ def _webengine_env(flags: list[str]) -> None:
         os.environ.setdefault("QTWEBENGINE_DISABLE_SANDBOX", "1")  # Chromium's sandbox refuses to run as root
 
 
+def _gtk_identity() -> None:
+    """WM_CLASS "stella", "stella", as with Qt: what the desktop entry's StartupWMClass matches (GTK would name
+    the window after the script, or capitalise the bundle's name)."""
+    import gi
+
+    gi.require_version("Gdk", "3.0")
+    from gi.repository import Gdk, GLib
+
+    GLib.set_prgname("stella")
+    Gdk.set_program_class("stella")
+
+
 def run_window(options: WindowOptions) -> int:
     renderer = _probe_gl()
     store = _open_store(options.store)
@@ -140,6 +152,8 @@ def run_window(options: WindowOptions) -> int:
             software_gl = gpu.is_software(renderer.result())
             if gui == "qt":
                 _webengine_env(gpu.webengine_flags(renderer.result()))
+            elif gui == "gtk":
+                _gtk_identity()
             geometry = keeper.geometry.on_screens([(s.x, s.y, s.width, s.height) for s in webview.screens])
             window = webview.create_window(
                 options.title, page_url(shown_port), width=geometry.width, height=geometry.height,
