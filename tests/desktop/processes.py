@@ -43,6 +43,17 @@ def rss_kib(pids: set[int]) -> int:
     return total
 
 
+def pss_kib(pids: set[int]) -> int:
+    """Proportional memory of these processes together (Pss: each shared page divided among its users), in KiB."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1])
+    return total
+
+
 def cpu_seconds(pids: set[int]) -> float:
     """User + system CPU time these processes have used so far, together."""
     ticks = 0
