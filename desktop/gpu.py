@@ -41,6 +41,16 @@ def is_software(renderer: str | None) -> bool:
     return renderer is not None and any(name in renderer.lower() for name in SOFTWARE_RENDERERS)
 
 
+def webkit_env(renderer: str | None) -> dict[str, str]:
+    """WebKitGTK on software OpenGL: pages composited on the CPU. WebGL2 still draws in its own GL context;
+    compositing the whole page in GL on llvmpipe cost the web process 90 MiB and twice the idle CPU
+    (measured under Xvfb: 401 -> 311 MiB, 17 -> 8 % of a core)."""
+    if is_software(renderer):
+        log.info("software OpenGL (%s): WebKitGTK composites on the CPU", renderer)
+        return {"WEBKIT_DISABLE_COMPOSITING_MODE": "1"}
+    return {}
+
+
 def webengine_flags(renderer: str | None) -> list[str]:
     if is_software(renderer):
         log.info("software OpenGL (%s): WebGL2 runs on it with CPU compositing", renderer)

@@ -153,6 +153,8 @@ def run_window(options: WindowOptions) -> int:
             if gui == "qt":
                 _webengine_env(gpu.webengine_flags(renderer.result()))
             elif gui == "gtk":
+                for name, value in gpu.webkit_env(renderer.result()).items():
+                    os.environ.setdefault(name, value)  # read when WebKitGTK starts its web process
                 _gtk_identity()
             geometry = keeper.geometry.on_screens([(s.x, s.y, s.width, s.height) for s in webview.screens])
             window = webview.create_window(
