@@ -80,7 +80,8 @@ def left_out_table() -> list[str]:
     if trimmed:
         rows.append(f"| other trimmed files | {len(trimmed)} | {mb(rest)} |")
     unlinked = data["unlinked"]
-    rows.append(f"| system libraries only the trimmed plugins linked ({', '.join(p for p, _ in unlinked[:4])}, …) "
+    rows.append(f"| system libraries nothing kept links (the system's copy is loaded with ctypes: "
+                f"{', '.join(p for p, _ in unlinked[:4])}, …) "
                 f"| {len(unlinked)} | {mb(sum(s for _, s in unlinked))} |")
     system = data.get("system", [])
     rows.append(f"| libraries of the system's web view, left to the system (WebKitGTK links them: "
