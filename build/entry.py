@@ -45,7 +45,7 @@ def host_libraries_for_children() -> None:
     system's libraries: PyInstaller's bootloader points LD_LIBRARY_PATH at the bundle for this process only.
 
     The process itself is unaffected (the loader read the variable at start-up), and the bundle's own executable
-    sets it again for itself. Not for the window: Qt's QtWebEngineProcess is a separate program that needs it.
+    sets it again for itself. The window's helpers are the system's too (WebKitGTK's WebKitWebProcess).
     """
     if not getattr(sys, "frozen", False) or not sys.platform.startswith("linux"):
         return
@@ -117,10 +117,9 @@ def main(argv: list[str]) -> int:
         module, argv = MODES[argv[0]], argv[1:]
     else:
         module = "desktop.cli"
+    host_libraries_for_children()
     if module == "desktop.cli" and _app_command(argv) in APP_COMMANDS:
         provision_missing_models(argv)
-    else:
-        host_libraries_for_children()
     return int(importlib.import_module(module).main(argv) or 0)
 
 

@@ -8,7 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from atlas import wardrobe
-from desktop import launcher
+from desktop import launcher, webview_backend
 from desktop.shell import WindowOptions
 from remote_api.shared.logs import setup_logging
 from remote_api.shared.models import cli as models_cli
@@ -33,6 +33,9 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--store", type=Path, help="the encrypted database (default: in your user data folder)")
     run.add_argument("--voice", choices=("auto", "off"), default="auto",
                      help="auto: listen and speak when the models and sound devices allow; off: typed turns only")
+    run.add_argument("--webview", choices=webview_backend.SETTINGS,
+                     help="the window's web view on Linux: gtk (the system's WebKitGTK), qt (Qt WebEngine) or auto "
+                          "(gtk when installed, else qt; the default, or [window] backend / STELLA_WINDOW__BACKEND)")
     run.add_argument("--debug-timeline", action="store_true",
                      help="show each turn's timeline (speech end to first audio, with the gaps) in the window")
     run.add_argument("--verbose", action="store_true",
@@ -46,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    window = WindowOptions(config=args.app_config, voice=args.voice, debug_timeline=args.debug_timeline)
+    window = WindowOptions(config=args.app_config, voice=args.voice, debug_timeline=args.debug_timeline,
+                           webview=args.webview)
     if args.store is not None:
         window = replace(window, store=args.store)
     return launcher.run(args.server, args.config, window, verbose=args.verbose, log_level=args.log_level)

@@ -27,6 +27,7 @@ import platformdirs
 
 from desktop.shell import WindowOptions, run_window
 from desktop.terminal import TerminalOptions, chat
+from desktop.webview_backend import NoWebView
 from remote_api.shared.config_loader import ConfigError
 from remote_api.shared.logs import setup_logging
 from remote_api.shared.processes import NotHealthy, die_with_parent, free_port, running, wait_healthy
@@ -104,7 +105,11 @@ def run(server: str | None, config: Path | None, window: WindowOptions | None = 
                   file=sys.stderr, flush=True)
             server = stack.enter_context(embedded_gateway(config, wait=not show_window, output=logs))
         if terminal is None:
-            return run_window(replace(window, server=server))
+            try:
+                return run_window(replace(window, server=server))
+            except NoWebView as exc:
+                print(f"stella: {exc}", file=sys.stderr)
+                return 2
         return chat(replace(terminal, server=server), logs)
 
 

@@ -4,9 +4,11 @@ One line per check — ``ok`` with what was found, or ``FAILED`` with what is wr
 and a non-zero exit status when anything failed:
 
 - gl        one frame of the character rendered offscreen (moderngl, the window's shaders and atlas)
+- webview   the window's web view loads: on Linux the system's WebKitGTK (the bundle brings no web view of its
+            own), elsewhere the platform's
 - audio     a microphone and a speaker the sound system offers as defaults
 - speech    the speech engines load: espeak-ng data (piper), the TFLite runtime and built-in
-            wake-word models, whisper.cpp, onnxruntime, silero VAD
+            wake-word models, whisper.cpp, CTranslate2, onnxruntime, silero VAD
 - models    each model the app runs on (ASR, TTS, wake word, the embedded default's LLM) is installed
             with the right checksum
 - keyring   the pinned OS keyring backend stores, returns and deletes a test secret
@@ -92,6 +94,21 @@ def check_gl(args: argparse.Namespace) -> str:
     return f"{name}: one 256x256 character frame in {ms:.0f} ms"
 
 
+def check_webview(args: argparse.Namespace) -> str:
+    from desktop import webview_backend
+
+    try:
+        choice = webview_backend.decide("auto", webview_backend.gtk_problem, webview_backend.qt_problem)
+    except webview_backend.NoWebView as exc:
+        raise CheckFailed(str(exc)) from exc  # it says what to install
+    if choice.gui != "gtk":
+        return f"{choice.label}: {choice.reason}"
+    from gi.repository import WebKit2
+
+    version = f"{WebKit2.get_major_version()}.{WebKit2.get_minor_version()}.{WebKit2.get_micro_version()}"
+    return f"the system's WebKitGTK {version}"
+
+
 def check_audio(args: argparse.Namespace) -> str:
     from sidecar.pipeline import VoiceError
     from sidecar.voice.devices import portaudio
@@ -138,6 +155,13 @@ def _whisper() -> None:
     import pywhispercpp.model  # noqa: F401 - loading the native library is the check
 
 
+def _ctranslate2() -> None:
+    import ctranslate2
+
+    if "int8" not in ctranslate2.get_supported_compute_types("cpu"):
+        raise RuntimeError("CTranslate2 has no int8 on this CPU")
+
+
 def _onnxruntime() -> None:
     import onnxruntime
 
@@ -153,7 +177,7 @@ def _silero() -> None:
 
 SPEECH_ENGINES: dict[str, Callable[[], None]] = {
     "espeak-ng (piper)": _espeak, "openWakeWord TFLite": _wakeword, "whisper.cpp": _whisper,
-    "onnxruntime": _onnxruntime, "silero VAD": _silero,
+    "CTranslate2": _ctranslate2, "onnxruntime": _onnxruntime, "silero VAD": _silero,
 }
 
 
@@ -256,7 +280,7 @@ def check_link(args: argparse.Namespace) -> str:
 
 
 CHECKS: dict[str, Callable[[argparse.Namespace], str]] = {
-    "gl": check_gl, "audio": check_audio, "speech": check_speech, "models": check_models,
+    "gl": check_gl, "webview": check_webview, "audio": check_audio, "speech": check_speech, "models": check_models,
     "keyring": check_keyring, "database": check_database, "link": check_link,
 }
 

@@ -1,15 +1,18 @@
-"""The Stella window: pywebview (Qt on Linux) showing the local UI, the engine supervised beside it.
+"""The Stella window: pywebview showing the local UI, the engine supervised beside it. On Linux the web view
+is the system's WebKitGTK, Qt WebEngine a fallback (desktop/webview_backend.py says which and why).
 
 At launch, in this order, so the window shows while the engine is still starting:
 
-1. the GL probe starts on its own thread (desktop/gpu.py picks the webview's GL flags);
+1. the GL probe starts on its own thread (desktop/gpu.py: software OpenGL or not, for the page's frame pacing
+   and Qt WebEngine's GL flags);
 2. the store is opened for the window geometry (the engine opens the same file for the rest;
    opening it here first means a first run creates the database and its key exactly once) —
    with the keyring's key only: in passphrase mode the engine asks the page for the passphrase,
    and the window does not keep its size and place;
 3. the atlas to show is chosen: the user's own (`stella outfits`), else the built-in one;
 4. the engine starts under the supervisor, with a fresh secret and a free loopback port;
-5. the window opens on the page from `AssetServer`, the port and secret in the URL fragment.
+5. the web view is chosen (WebKitGTK is loaded to see that it is there);
+6. the window opens on the page from `AssetServer`, the port and secret in the URL fragment.
 
 The page connects to the engine by itself and reconnects after an engine restart. Closing the
 window stops the engine and waits for it, so nothing is left running.
@@ -20,7 +23,6 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import sys
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
@@ -29,14 +31,15 @@ from pathlib import Path
 import webview
 
 from atlas.user import choose_atlas
-from desktop import gpu
+from desktop import gpu, webview_backend
 from desktop.assets import AssetServer
 from desktop.geometry import MIN_SIZE, GeometryKeeper
+from desktop.page_automation import PageAutomation
 from desktop.supervisor import EngineStatus, Supervisor, engine_command
 from remote_api.shared.config_loader import ConfigError
 from remote_api.shared.processes import free_port
 from sidecar.channel import Launch
-from sidecar.config import load_app_config
+from sidecar.config import WindowConfig, load_app_config
 from sidecar.store import Store, StoreConfig, StoreError
 from sidecar.store.keys import KeyringKey
 
@@ -44,7 +47,6 @@ log = logging.getLogger(__name__)
 
 ICON = Path(__file__).resolve().parent / "web" / "icon.svg"
 BACKGROUND = "#f4f1fb"  # the page's own background, shown before it paints
-GUI = "qt" if sys.platform.startswith("linux") else None  # the platform's own webview elsewhere
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,7 @@ class WindowOptions:
     voice: str = "auto"
     title: str = "Stella"
     debug_timeline: bool = False  # show each turn's timeline in a panel of the window
+    webview: str | None = None  # "auto" | "gtk" | "qt": overrides [window] backend
 
     def engine_args(self) -> list[str]:
         args = ["--store", str(self.store), "--voice", self.voice]
@@ -65,16 +68,16 @@ class WindowOptions:
         return args
 
 
-def _probe_gl() -> Future[list[str]]:
-    """Start the probe now: its answer is needed only when Qt starts."""
-    result: Future[list[str]] = Future()
+def _probe_gl() -> Future[str | None]:
+    """Start the probe now: its answer is needed only when the window opens."""
+    result: Future[str | None] = Future()
 
     def probe() -> None:
         try:
-            result.set_result(gpu.webengine_flags(gpu.gl_renderer()))
+            result.set_result(gpu.gl_renderer())
         except Exception as exc:  # noqa: BLE001 - a broken GL driver: the webview decides on its own
             log.warning("could not probe OpenGL (%s); the webview picks its own settings", exc)
-            result.set_result([])
+            result.set_result(None)
 
     threading.Thread(target=probe, name="gl-probe", daemon=True).start()
     return result
@@ -88,17 +91,17 @@ def _open_store(path: Path) -> Store | None:
         return None
 
 
-def _atlas_setting(config: Path | None) -> str:
+def _settings(config: Path | None) -> tuple[str, WindowConfig]:
+    """The atlas setting and the window's settings."""
     try:
-        return load_app_config(config).atlas_dir
+        app = load_app_config(config)
     except (ConfigError, ValueError):
-        return ""  # the engine reads the same file and reports what is wrong with it
+        return "", WindowConfig()  # the engine reads the same file and reports what is wrong with it
+    return app.atlas_dir, app.window
 
 
 def _webengine_env(flags: list[str]) -> None:
     """Set before Qt starts: QtWebEngine reads these once."""
-    if GUI:
-        os.environ.setdefault("PYWEBVIEW_GUI", GUI)
     if flags:
         current = os.environ.get("QTWEBENGINE_CHROMIUM_FLAGS", "")
         os.environ["QTWEBENGINE_CHROMIUM_FLAGS"] = " ".join([current, *flags]).strip()
@@ -106,18 +109,33 @@ def _webengine_env(flags: list[str]) -> None:
         os.environ.setdefault("QTWEBENGINE_DISABLE_SANDBOX", "1")  # Chromium's sandbox refuses to run as root
 
 
+def _gtk_identity() -> None:
+    """WM_CLASS "stella", "stella", as with Qt: what the desktop entry's StartupWMClass matches (GTK would name
+    the window after the script, or capitalise the bundle's name)."""
+    import gi
+
+    gi.require_version("Gdk", "3.0")
+    from gi.repository import Gdk, GLib
+
+    GLib.set_prgname("stella")
+    Gdk.set_program_class("stella")
+
+
 def run_window(options: WindowOptions) -> int:
-    flags = _probe_gl()
+    renderer = _probe_gl()
     store = _open_store(options.store)
     keeper = GeometryKeeper.load(store)
     secret = secrets.token_hex(32)
-    atlas = choose_atlas(_atlas_setting(options.config))  # the engine makes the same choice and says why
+    atlas_setting, settings = _settings(options.config)
+    atlas = choose_atlas(atlas_setting)  # the engine makes the same choice and says why
     with AssetServer(user_atlas=atlas.folder if atlas.user else None) as assets:
         window: webview.Window | None = None
         shown_port = free_port()
+        software_gl = False
 
         def page_url(port: int) -> str:
-            return assets.page_url(port, secret) + ("&debug=timeline" if options.debug_timeline else "")
+            return (assets.page_url(port, secret) + ("&debug=timeline" if options.debug_timeline else "")
+                    + ("&gl=software" if software_gl else ""))
 
         def follow_engine(status: EngineStatus) -> None:
             nonlocal shown_port
@@ -128,8 +146,16 @@ def run_window(options: WindowOptions) -> int:
         supervisor = Supervisor(engine_command(*options.engine_args()), Launch(secret, shown_port),
                                 on_status=follow_engine)
         supervisor.start()
+        automation: PageAutomation | None = None
         try:
-            _webengine_env(flags.result())
+            gui = webview_backend.choose(options.webview or settings.backend).gui
+            software_gl = gpu.is_software(renderer.result())
+            if gui == "qt":
+                _webengine_env(gpu.webengine_flags(renderer.result()))
+            elif gui == "gtk":
+                for name, value in gpu.webkit_env(renderer.result()).items():
+                    os.environ.setdefault(name, value)  # read when WebKitGTK starts its web process
+                _gtk_identity()
             geometry = keeper.geometry.on_screens([(s.x, s.y, s.width, s.height) for s in webview.screens])
             window = webview.create_window(
                 options.title, page_url(shown_port), width=geometry.width, height=geometry.height,
@@ -140,8 +166,12 @@ def run_window(options: WindowOptions) -> int:
             window.events.maximized += keeper.maximized
             window.events.restored += keeper.restored
             window.events.closing += keeper.save
-            webview.start(gui=GUI, icon=str(ICON), private_mode=True)
+            if settings.automation_socket:
+                automation = PageAutomation(Path(settings.automation_socket), window.run_js)
+            webview.start(gui=gui, icon=str(ICON), private_mode=True)
         finally:
+            if automation is not None:
+                automation.close()
             supervisor.stop()
             keeper.save()
             if store is not None:

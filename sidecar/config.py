@@ -184,6 +184,18 @@ class ChatConfig:
 
 
 @dataclass
+class WindowConfig:
+    """The desktop window (desktop/shell.py, desktop/webview_backend.py)."""
+
+    # The web view on Linux: "gtk" (the system's WebKitGTK), "qt" (Qt WebEngine, a Chromium of its own) or
+    # "auto" (gtk when WebKitGTK is installed, else qt). macOS and Windows always use their own web view.
+    backend: Literal["auto", "gtk", "qt"] = "auto"
+    # A Unix socket on which the window evaluates JavaScript in its page (tests and benchmarks drive the real
+    # window through it, whatever its web view); "" = off.
+    automation_socket: str = ""
+
+
+@dataclass
 class AppConfig:
     server_url: str = "http://127.0.0.1:8765"
     atlas_dir: str = ""  # the character's atlas (its manifest is the outfit catalogue); "" = the bundled one
@@ -191,6 +203,7 @@ class AppConfig:
     voice: VoiceConfig = field(default_factory=VoiceConfig)
     persona: PersonaConfig = field(default_factory=PersonaConfig)
     chat: ChatConfig = field(default_factory=ChatConfig)
+    window: WindowConfig = field(default_factory=WindowConfig)
     log_level: str = "INFO"
 
 

@@ -20,9 +20,11 @@ const SOFTWARE_IDLE_FRAME_MS = 1000 / 2;
 const MOUTH_HOLD_MS = 80;
 const SOFTWARE_GL = /llvmpipe|softpipe|swiftshader|software/i;
 
+// WebKit masks the renderer's name ("Apple GPU"): the shell then says what its own GL probe found (gl=software).
 function idleFrameMs(gl) {
   const info = gl.getExtension('WEBGL_debug_renderer_info');
-  const software = SOFTWARE_GL.test(info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : '');
+  const software = PAGE_OPTIONS.get('gl') === 'software'
+    || SOFTWARE_GL.test(info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : '');
   document.body.classList.toggle('software-gl', software);
   return software ? SOFTWARE_IDLE_FRAME_MS : ACTIVE_FRAME_MS;
 }

@@ -37,6 +37,18 @@ async function fetchOk(url) {
   return response;
 }
 
+async function decodedImage(blob, url) {
+  const src = URL.createObjectURL(blob);
+  try {
+    const image = new Image();
+    image.src = src;
+    await image.decode().catch(() => { throw new Error(`character: ${url} is not an image the web view can decode`); });
+    return image;
+  } finally {
+    URL.revokeObjectURL(src);
+  }
+}
+
 function compile(gl, type, source, name) {
   const shader = gl.createShader(type);
   gl.shaderSource(shader, source);
@@ -89,8 +101,11 @@ export class CharacterRenderer {
       fetchOk(`${base}character.frag`).then((r) => r.text()),
       fetchOk(atlasUrl).then((r) => r.blob()),
     ]);
-    // The atlas is already premultiplied: decode it without any alpha or colour-space conversion.
-    const image = await createImageBitmap(blob, { premultiplyAlpha: 'none', colorSpaceConversion: 'none' });
+    // The atlas is already premultiplied: its texels must reach the texture exactly as stored. An <img> is
+    // uploaded from its encoded bytes without alpha or colour-space conversion (UNPACK_* below) by Chromium and
+    // WebKit alike; an ImageBitmap is not (WebKitGTK keeps it premultiplied whatever `premultiplyAlpha` says,
+    // which zeroes the colour of clear texels and rounds the translucent ones: the filtered edges went wrong).
+    const image = await decodedImage(blob, atlasUrl);
     const gl = this.gl;
     const program = gl.createProgram();
     gl.attachShader(program, compile(gl, gl.VERTEX_SHADER, vert, 'character.vert'));
@@ -114,7 +129,6 @@ export class CharacterRenderer {
     gl.pixelStorei(gl.UNPACK_PREMULTIPLY_ALPHA_WEBGL, false);
     gl.pixelStorei(gl.UNPACK_COLORSPACE_CONVERSION_WEBGL, gl.NONE);
     gl.texImage2D(gl.TEXTURE_2D, 0, gl.RGBA8, gl.RGBA, gl.UNSIGNED_BYTE, image);
-    image.close();
     gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MAX_LEVEL, manifest.max_mip_level);
     gl.generateMipmap(gl.TEXTURE_2D);
     gl.texParameteri(gl.TEXTURE_2D, gl.TEXTURE_MIN_FILTER, gl.LINEAR_MIPMAP_LINEAR);

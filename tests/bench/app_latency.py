@@ -45,7 +45,6 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from remote_api.shared.processes import free_port  # noqa: E402
 from sidecar.events import DEVICE_STAGES, STAGES  # noqa: E402
 from sidecar.voice.audio import RATE, resample, to_int16  # noqa: E402
 from tests import services  # noqa: E402
@@ -186,13 +185,13 @@ def main() -> int:
         env = {**os.environ, **keyring.env, "PULSE_SERVER": pulse.env["PULSE_SERVER"],
                "PULSE_SOURCE": f"{pulse.mic}.monitor", "PULSE_SINK": pulse.speaker, "DISPLAY": xvfb.display,
                "HOME": os.environ["HOME"], "XDG_STATE_HOME": str(state), "STELLA_CHAT__TEMPERATURE": "0",
-               "QTWEBENGINE_REMOTE_DEBUGGING": str(free_port()), "QTWEBENGINE_DISABLE_SANDBOX": "1"}
+               "STELLA_WINDOW__AUTOMATION_SOCKET": str(state / "page.sock")}
         cmd = [sys.executable, "-m", "desktop.cli", "run", "--store", str(state / "stella.db"), "--voice", "auto"]
         output = (state / "app.log").open("w")
         app = subprocess.Popen([*cmd, *(["--server", args.server] if args.server else [])], env=env, cwd=REPO,
                                stdout=output, stderr=subprocess.STDOUT)
         stack.callback(lambda: (app.poll() is None and (app.terminate(), app.wait(30))))
-        page = screen.DevTools(int(env["QTWEBENGINE_REMOTE_DEBUGGING"]), timeout=300)
+        page = screen.Page(state / "page.sock", timeout=300)
         stack.callback(page.close)
         page.wait("document.getElementById('wake')?.dataset.voice === 'ready'", 300)  # the DOM may not be there yet
         time.sleep(2.0)  # the microphone stream delivers 1-2 s after it starts

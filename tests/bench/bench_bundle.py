@@ -24,7 +24,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from remote_api.shared.processes import free_port  # noqa: E402
 from tests import services  # noqa: E402
 from tests.desktop import screen  # noqa: E402
 from tests.desktop.processes import alive, descendants  # noqa: E402
@@ -35,12 +34,6 @@ OUT = Path(__file__).parent / "results" / "bundle.md"
 LEFT_OUT = REPO / "build" / "pyinstaller-work" / "left-out.json"
 # How left-out files are grouped in the report: (label, test on the bundle path).
 LEFT_OUT_GROUPS = [
-    ("Qt translations (all but Chromium's en-US.pak)", lambda p: "/translations/" in p),
-    ("Qt platform / input plugins for embedded, VNC, Wayland-native",
-     lambda p: "/plugins/" in p and "qgtk3" not in p),
-    ("GTK 3 theme plugin (libqgtk3)", lambda p: "qgtk3" in p),
-    ("Qt DevTools front end (qtwebengine_devtools_resources.pak)", lambda p: "devtools" in p),
-    ("Qt QML / QScintilla files", lambda p: "/qml/" in p or "/qsci/" in p),
     ("espeak-ng dictionaries of other languages", lambda p: "espeak-ng-data" in p),
     ("piper Hebrew / Arabic diacritizer models", lambda p: p.startswith("piper/")),
 ]
@@ -60,8 +53,6 @@ def component(path: str) -> str:
     parts = path.split("/")
     if parts[0] == "_internal":
         parts = parts[1:]
-    if parts[:2] == ["PyQt6", "Qt6"] and len(parts) > 3:
-        return "/".join(parts[:3]) + ("/" + parts[3] if parts[2] == "lib" else "")
     if len(parts) == 1:
         return parts[0] if not parts[0].startswith("lib") or parts[0].startswith("libpython") else "system libraries"
     return parts[0]
@@ -71,7 +62,7 @@ def left_out_total() -> int:
     if not LEFT_OUT.is_file():
         return 0
     data = json.loads(LEFT_OUT.read_text())
-    return sum(size for key in ("trimmed", "unlinked", "debug_info") for _, size in data.get(key, []))
+    return sum(size for key in ("trimmed", "unlinked", "system", "debug_info") for _, size in data.get(key, []))
 
 
 def left_out_table() -> list[str]:
@@ -89,8 +80,13 @@ def left_out_table() -> list[str]:
     if trimmed:
         rows.append(f"| other trimmed files | {len(trimmed)} | {mb(rest)} |")
     unlinked = data["unlinked"]
-    rows.append(f"| system libraries only the trimmed plugins linked ({', '.join(p for p, _ in unlinked[:4])}, …) "
+    rows.append(f"| system libraries nothing kept links (the system's copy is loaded with ctypes: "
+                f"{', '.join(p for p, _ in unlinked[:4])}, …) "
                 f"| {len(unlinked)} | {mb(sum(s for _, s in unlinked))} |")
+    system = data.get("system", [])
+    rows.append(f"| libraries of the system's web view, left to the system (WebKitGTK links them: "
+                f"{', '.join(p for p, _ in sorted(system, key=lambda x: -x[1])[:4])}, …) | {len(system)} | "
+                f"{mb(sum(s for _, s in system))} |")
     debug = data.get("debug_info", [])
     rows.append(f"| debug info stripped ({', '.join(p for p, _ in sorted(debug, key=lambda x: -x[1])[:2])}, …) "
                 f"| {len(debug)} | {mb(sum(s for _, s in debug))} |")
@@ -110,14 +106,14 @@ def drop_caches() -> bool:
 
 def launch(env: dict[str, str], display: str, home: Path) -> tuple[float, float]:
     """(seconds to the window being visible, seconds to the character's first WebGL frame); closes the app."""
-    devtools = free_port()
+    socket = home / "page.sock"
     began = time.monotonic()
-    proc = subprocess.Popen([str(bundle.EXE)], env={**env, "QTWEBENGINE_REMOTE_DEBUGGING": str(devtools)}, cwd=home,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen([str(bundle.EXE)], env={**env, "STELLA_WINDOW__AUTOMATION_SOCKET": str(socket)},
+                            cwd=home, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         wid = screen.find_window(display, "Stella", timeout=120)
         window = time.monotonic() - began
-        page = screen.DevTools(devtools)
+        page = screen.Page(socket)
         try:
             page.wait("document.body !== null && document.body.dataset.character === 'webgl'", 120)
             drawn = time.monotonic() - began
@@ -153,15 +149,15 @@ def main() -> None:
         env = bundle.user_env(keyring.env, {"PULSE_SERVER": pulse.env["PULSE_SERVER"]}, xvfb.env, home=home)
         cold = drop_caches()
         runs = [launch(env, xvfb.display, home) for _ in range(RUNS)]
-    load = os.getloadavg()[0]
+    load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
     first, warm = runs[0], runs[1:]
     warm_window, warm_drawn = statistics.median(w for w, _ in warm), statistics.median(d for _, d in warm)
     lines = [
         "### Desktop bundle (tests/bench/bench_bundle.py)", "",
         f"Machine: {os.cpu_count()}-core VM, no GPU (Mesa llvmpipe), Xvfb. PyInstaller one-folder build on Linux "
-        f"x86_64{f', built in {build_s:.0f} s' if build_s else ''}. Load average during the start runs "
-        f"{load:.1f}.", "",
+        f"x86_64{f', built in {build_s:.0f} s' if build_s else ''}. `uptime` after the start runs: "
+        f"{load}.", "",
         "| measure | value |", "| --- | ---: |",
         f"| bundle `dist/stella/` | {mb(total)} ({len(dist)} files) |",
         f"| the same bundle without the trimming below | {mb(total + left_out_total())} |",
@@ -176,8 +172,9 @@ def main() -> None:
         "| part | size | share |", "| --- | ---: | ---: |",
         *[f"| `{name}` | {mb(size)} | {size / total:.0%} |" for name, size in top],
         "",
-        "QtWebEngine (Chromium) is most of it; the models are not in the bundle (`stella models install` puts them "
-        "in the user cache) and neither is llama-server.",
+        "The web view is the system's WebKitGTK (no Qt WebEngine, ~320 MB, in the bundle: it was 541 MB with it, "
+        "before CTranslate2 joined); the models are not in the bundle (`stella models install` puts them in the "
+        "user cache) and neither is llama-server.",
     ]
     text = "\n".join(lines) + "\n"
     print(text)

@@ -1,10 +1,10 @@
 """Desktop benchmark: how soon the window is there and ready to listen, what a turn feels like,
-and what the app costs in memory and idle CPU.
+and what the app costs in memory and idle CPU — on the system's WebKitGTK and on Qt WebEngine, side by side.
 
 Run: ``.venv/bin/python tests/bench/bench_desktop.py [--runs N]``. Starts its own llama-server
 (gemma3 270M), gateway, Xvfb, Secret Service and PulseAudio (the sound card), then launches
-``stella run`` N times on one store, as a user would, with the voice on. Prints the figures and
-writes them as a markdown section to ``tests/bench/results/desktop.md``.
+``stella run`` N times per web view on one store (alternating WebKitGTK and Qt), as a user would, with
+the voice on. Prints the figures and writes them as a markdown section to ``tests/bench/results/desktop.md``.
 
 - window visible: launch → the window is mapped (xdotool sees it);
 - UI ready: → the page lists the outfits, has drawn the character and reached the server;
@@ -12,8 +12,9 @@ writes them as a markdown section to ``tests/bench/results/desktop.md``.
 - ready to listen: → the voice loop runs (models loaded, microphone open) and the link is up;
 - one typed turn (xdotool typing, Enter): → the first words on screen, → her voice starts,
   → she has finished speaking;
-- memory after that turn: resident set (VmRSS) of the shell (Python + Qt + the browser side of
-  QtWebEngine), of QtWebEngine's helper processes, and of the engine;
+- memory after that turn: resident set (VmRSS) of the shell (Python + the toolkit + the web view's UI
+  side), of the web view's helper processes (WebKitWebProcess / WebKitNetworkProcess, or QtWebEngine's
+  renderer and zygotes), and of the engine; the whole app is their sum (shared pages counted in each);
 - idle CPU: each part over 5 s of doing nothing (the character breathes and blinks, the engine
   listens).
 """
@@ -24,6 +25,7 @@ import argparse
 import contextlib
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -37,10 +39,12 @@ from tests.desktop import screen  # noqa: E402
 from tests.desktop.app_window import READY, AppWindow, abandon, launch  # noqa: E402
 from tests.desktop.gateway import running_gateway  # noqa: E402
 from tests.desktop.polling import wait_for  # noqa: E402
-from tests.desktop.processes import cpu_seconds, descendants, rss_kib  # noqa: E402
+from tests.desktop.processes import cpu_seconds, descendants, pss_kib, rss_kib  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "desktop.md"
-PARTS = ("shell", "webengine", "engine")
+PARTS = ("shell", "webview", "engine")
+WEBVIEWS = {"gtk": "WebKitGTK", "qt": "Qt WebEngine"}
+HELPERS = (b"QtWebEngineProcess", b"WebKitWebProcess", b"WebKitNetworkProcess", b"WebKitGPUProcess")
 MESSAGE = "Hello Stella! What do you like to do?"
 LISTENING = ("document.getElementById('wake').dataset.voice === 'ready'"
              " && document.getElementById('link').dataset.transport === 'websocket'")
@@ -67,18 +71,18 @@ def kind(pid: int) -> str:
         return "gone"
     if b"sidecar.engine" in cmd:
         return "engine"
-    return "webengine" if b"QtWebEngineProcess" in cmd else "shell"
+    return "webview" if any(helper in cmd for helper in HELPERS) else "shell"
 
 
-def one_run(display: str, server: str, store: Path, env: dict[str, str]) -> dict[str, float]:
+def one_run(display: str, server: str, store: Path, env: dict[str, str], webview: str) -> dict[str, float]:
     t0 = time.monotonic()
-    proc, devtools = launch(display, server, store, env, voice="auto")
+    proc, socket = launch(display, server, store, env, voice="auto", webview=webview)
     page = None
     try:
         res: dict[str, float] = {}
         wid = screen.find_window(display, "Stella", 60)
         res["window"] = time.monotonic() - t0
-        page = screen.DevTools(devtools)
+        page = screen.Page(socket)
         page.wait(READY, 60)
         res["ui"] = time.monotonic() - t0
         window = AppWindow(proc, display, wid, page)
@@ -101,6 +105,7 @@ def one_run(display: str, server: str, store: Path, env: dict[str, str]) -> dict
         parts = {part: {p for p in family if kind(p) == part} for part in PARTS}
         for part, pids in parts.items():
             res[f"rss_{part}"] = rss_kib(pids) / 1024
+        res["pss_total"] = pss_kib(family) / 1024
         time.sleep(2)  # let the turn's work settle
         before, t = {part: cpu_seconds(pids) for part, pids in parts.items()}, time.monotonic()
         time.sleep(5)
@@ -121,39 +126,52 @@ ROWS = [
     ("first_words", "typed message sent → first words of the reply on screen", "s"),
     ("voice_starts", "typed message sent → her voice starts", "s"),
     ("turn_done", "typed message sent → she has finished speaking", "s"),
-    ("rss_shell", "memory after one turn: shell (Python, Qt, QtWebEngine browser side)", "MiB"),
-    ("rss_webengine", "memory after one turn: QtWebEngine helper processes (renderer, zygotes)", "MiB"),
+    ("rss_shell", "memory after one turn: shell (Python, the toolkit, the web view's UI side)", "MiB"),
+    ("rss_webview", "memory after one turn: the web view's helper processes", "MiB"),
     ("rss_engine", "memory after one turn: engine (voice models, link, store)", "MiB"),
     ("rss_total", "memory after one turn: whole app", "MiB"),
-    ("cpu_shell", "idle CPU: shell, drawing the character (WebGL2) and compositing (% of a core)", "%"),
-    ("cpu_webengine", "idle CPU: QtWebEngine helper processes (% of a core)", "%"),
+    ("pss_total", "memory after one turn: whole app, shared pages counted once (PSS)", "MiB"),
+    ("cpu_shell", "idle CPU: shell (toolkit, compositing the window) (% of a core)", "%"),
+    ("cpu_webview", "idle CPU: the web view's helper processes (the page, its WebGL2 character) (% of a core)", "%"),
     ("cpu_engine", "idle CPU: engine, listening (microphone, VAD) (% of a core)", "%"),
+    ("cpu_total", "idle CPU: whole app (% of a core)", "%"),
 ]
 
 
-def report(runs: list[dict[str, float]], load: float) -> str:
-    for r in runs:
+def report(runs: dict[str, list[dict[str, float]]], loads: tuple[str, str]) -> str:
+    for r in (r for by_view in runs.values() for r in by_view):
         r["rss_total"] = sum(r[f"rss_{part}"] for part in PARTS)
+        r["cpu_total"] = sum(r[f"cpu_{part}"] for part in PARTS)
+    count = len(next(iter(runs.values())))
     lines = [
         "### Desktop app (tests/bench/bench_desktop.py)",
         "",
         f"Machine: 2-core VM, no GPU, Xvfb (WebGL2 and compositing in software, Mesa llvmpipe); PulseAudio null "
         f"sinks as the sound card; gemma3 270M on llama-server through the gateway. `stella run --voice auto` "
-        f"launched {len(runs)} times on one store (the first run creates it). Load average at the end {load:.1f}.",
+        f"launched {count} times per web view on one store, alternating (the first run creates the store). "
+        f"`uptime` at the start: {loads[0]}; at the end: {loads[1]}.",
         "",
-        "| measure | median | runs |",
-        "| --- | ---: | --- |",
+        "| measure | " + " | ".join(f"{WEBVIEWS[v]} median (runs)" for v in runs) + " |",
+        "| --- |" + " ---: |" * len(runs),
     ]
     for key, label, unit in ROWS:
-        values = [r[key] for r in runs]
         fmt = (lambda v: f"{v:.2f}") if unit == "s" else (lambda v: f"{v:.0f}")
-        lines.append(f"| {label} | {fmt(statistics.median(values))} {unit} | {', '.join(fmt(v) for v in values)} |")
+        cells = []
+        for by_view in runs.values():
+            values = [r[key] for r in by_view]
+            cells.append(f"{fmt(statistics.median(values))} {unit} ({', '.join(fmt(v) for v in values)})")
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines += ["", "Ready to listen is bounded by loading the voice models (whisper tiny.en, silero VAD, piper) in the "
-              "engine, which starts in parallel with the window. The shell's idle CPU is the character drawn and "
-              "composited in software (on software GL 2 idle frames a second, full rate only while blinking, "
+              "engine, which starts in parallel with the window. The idle CPU of the window is the character drawn "
+              "and composited in software (on software GL 2 idle frames a second, full rate only while blinking, "
               "talking or changing outfit; with a GPU, 30 frames a second at a small cost). The engine's is the "
-              "always-on listening.", ""]
+              "always-on listening. The whole app's RSS counts the pages its processes share (libraries, the "
+              "engine's model files) once per process; PSS shares them out.", ""]
     return "\n".join(lines)
+
+
+def uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
 
 def main() -> int:
@@ -170,11 +188,13 @@ def main() -> int:
         keyring = stack.enter_context(services.SecretService())
         sound = stack.enter_context(services.PulseAudio())
         env = {**os.environ, **keyring.env, **sound.env, "HOME": os.environ["HOME"], "STELLA_CHAT__TEMPERATURE": "0"}
-        runs = []
+        started = uptime()
+        runs: dict[str, list[dict[str, float]]] = {view: [] for view in WEBVIEWS}
         for i in range(args.runs):
-            runs.append(one_run(xvfb.display, gateway.url, tmp / "stella.db", env))
-            print(f"run {i + 1}: " + ", ".join(f"{k} {v:.2f}" for k, v in runs[-1].items()), flush=True)
-        text = report(runs, os.getloadavg()[0])
+            for view, done in runs.items():
+                done.append(one_run(xvfb.display, gateway.url, tmp / "stella.db", env, view))
+                print(f"run {i + 1} {view}: " + ", ".join(f"{k} {v:.2f}" for k, v in done[-1].items()), flush=True)
+        text = report(runs, (started, uptime()))
     print(text)
     OUT.write_text(text, encoding="utf-8")
     return 0

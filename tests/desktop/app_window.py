@@ -1,5 +1,7 @@
-"""`stella run` as a user starts it, under Xvfb, with DevTools open on a private port so a test
-can find things on the page; what the user sees is read from the screen (tests/desktop/screen.py).
+"""`stella run` as a user starts it, under Xvfb, with its page automation socket open so a test can find
+things on the page; what the user sees is read from the screen (tests/desktop/screen.py).
+
+The web view is the app's own choice (WebKitGTK on Linux) unless a test asks for one (`webview="qt"`).
 """
 
 from __future__ import annotations
@@ -13,19 +15,21 @@ from pathlib import Path
 
 import numpy as np
 
-from remote_api.shared.processes import free_port
 from tests.desktop import screen
 from tests.desktop.polling import wait_for
 from tests.desktop.processes import alive, descendants
 
 
 def ready(outfits: int = 6) -> str:
-    """The page is up: the outfits listed, the character drawn once with WebGL2, the server reached."""
+    """The page is up: the outfits listed with their thumbnails, the character drawn once with WebGL2, the server
+    reached."""
     return (f"document.querySelectorAll('.outfit').length === {outfits} && document.body.dataset.character === "
-            "'webgl' && document.getElementById('link').dataset.transport === 'websocket'")
+            "'webgl' && document.getElementById('link').dataset.transport === 'websocket' && "
+            "[...document.querySelectorAll('.outfit img')].every((i) => i.complete && i.naturalWidth > 0)")
 
 
 READY = ready()  # the built-in atlas's six outfits
+OUTFIT_IDS = "[...document.querySelectorAll('.outfit')].map((b) => b.dataset.outfit)"
 
 
 @dataclass
@@ -33,7 +37,7 @@ class AppWindow:
     proc: subprocess.Popen
     display: str
     wid: int
-    page: screen.DevTools
+    page: screen.Page
 
     def geometry(self) -> tuple[int, int, int, int]:
         return screen.window_geometry(self.display, self.wid)
@@ -55,27 +59,35 @@ class AppWindow:
     def character_shown(self) -> bool:
         return bool(self.look("#character").std() > 20)
 
+    def outfits_shown(self, shot: np.ndarray | None = None) -> bool:
+        """Every outfit button is on the screen with its thumbnail (the web view paints decoded images in its
+        own time, after the page has them)."""
+        shot = screen.grab(self.display) if shot is None else shot
+        buttons = [self.look(f'.outfit[data-outfit="{o}"]', shot) for o in self.page.eval(OUTFIT_IDS)]
+        return all(button.shape[0] >= 60 and button.std() > 20 for button in buttons)
+
     def close_and_check_nothing_is_left(self) -> None:
         """Close it as a window manager's close button does; every process of the app must exit."""
         family = descendants(self.proc.pid)
-        assert len(family) >= 3, f"expected the shell, the engine and QtWebEngine processes, got {family}"
+        assert len(family) >= 3, f"expected the shell, the engine and the web view's processes, got {family}"
         screen.close_window(self.display, self.wid)
         assert self.proc.wait(20) == 0
         wait_for(lambda: not alive(family), 10, "every process of the app exiting")
 
 
-def launch(display: str, server: str, store: Path, env: dict[str, str],
-           voice: str = "off") -> tuple[subprocess.Popen, int]:
-    """Start `stella run`; returns the process and its DevTools port."""
-    devtools = free_port()
+def launch(display: str, server: str, store: Path, env: dict[str, str], voice: str = "off",
+           webview: str | None = None) -> tuple[subprocess.Popen, Path]:
+    """Start `stella run` (on `webview`, else the app's own choice); returns the process and its page socket."""
+    socket = store.parent / "page.sock"
+    chosen = {"STELLA_WINDOW__BACKEND": webview} if webview else {}
     proc = subprocess.Popen(
         [sys.executable, "-m", "desktop.cli", "run", "--server", server, "--store", str(store), "--voice", voice],
-        env={**env, "DISPLAY": display, "QTWEBENGINE_REMOTE_DEBUGGING": str(devtools)})
-    return proc, devtools
+        env={**env, **chosen, "DISPLAY": display, "STELLA_WINDOW__AUTOMATION_SOCKET": str(socket)})
+    return proc, socket
 
 
-def abandon(proc: subprocess.Popen, page: screen.DevTools | None) -> None:
-    """Leave nothing behind after a run that may have failed half-way: the DevTools connection is
+def abandon(proc: subprocess.Popen, page: screen.Page | None) -> None:
+    """Leave nothing behind after a run that may have failed half-way: the page socket is
     closed and the app, if still running, killed."""
     if page is not None:
         page.close()
@@ -86,17 +98,18 @@ def abandon(proc: subprocess.Popen, page: screen.DevTools | None) -> None:
 
 @contextlib.contextmanager
 def stella(display: str, server: str, store: Path, env: dict[str, str], voice: str = "off",
-           outfits: int = 6) -> Iterator[AppWindow]:
+           outfits: int = 6, webview: str | None = None) -> Iterator[AppWindow]:
     """The window once it is ready (with `outfits` buttons) and Stella is on the screen; killed if the
     test leaves it open."""
-    proc, devtools = launch(display, server, store, env, voice)
+    proc, socket = launch(display, server, store, env, voice, webview)
     page = None
     try:
         wid = screen.find_window(display, "Stella")
-        page = screen.DevTools(devtools)
+        page = screen.Page(socket)
         page.wait(ready(outfits), 30)
         window = AppWindow(proc, display, wid, page)
         wait_for(window.character_shown, 10, "the character reaching the screen")
+        wait_for(window.outfits_shown, 10, "the outfit buttons reaching the screen")
         yield window
     finally:
         abandon(proc, page)

@@ -32,15 +32,25 @@ def alive(pids: set[int]) -> set[int]:
     return living
 
 
-def rss_kib(pids: set[int]) -> int:
-    """Resident memory of these processes together (VmRSS), in KiB."""
+def _kib(pids: set[int], file: str, field: str) -> int:
+    """The sum of a /proc/<pid>/`file` memory field (in KiB) over these processes."""
     total = 0
     for pid in pids:
         with contextlib.suppress(OSError):
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
+            for line in Path(f"/proc/{pid}/{file}").read_text().splitlines():
+                if line.startswith(field):
                     total += int(line.split()[1])
     return total
+
+
+def rss_kib(pids: set[int]) -> int:
+    """Resident memory of these processes together (VmRSS), in KiB."""
+    return _kib(pids, "status", "VmRSS:")
+
+
+def pss_kib(pids: set[int]) -> int:
+    """Proportional memory of these processes together (Pss: each shared page divided among its users), in KiB."""
+    return _kib(pids, "smaps_rollup", "Pss:")
 
 
 def cpu_seconds(pids: set[int]) -> float:

@@ -1,19 +1,20 @@
 """The real window under Xvfb, seen and driven as a user would: the screen, the mouse, the close
-button (the window manager's WM_DELETE_WINDOW), and the page inside over DevTools.
+button (the window manager's WM_DELETE_WINDOW), and the page inside through the shell's page automation
+socket (its web view's `evaluate_js`).
 """
 
 from __future__ import annotations
 
 import ctypes
 import json
+import socket
 import subprocess
 import time
 from functools import cache
+from pathlib import Path
 from typing import Any
 
-import httpx
 import numpy as np
-from websockets.sync.client import connect
 
 from shaders import CharacterRenderer, FrameState
 from shaders.pixels import unpremultiply
@@ -112,47 +113,44 @@ def close_window(display: str, wid: int) -> None:
     x11.XFlush(dpy)
 
 
-class DevTools:
-    """The window's page over the Chrome DevTools Protocol (QTWEBENGINE_REMOTE_DEBUGGING)."""
+class Page:
+    """The window's page, through the shell's page automation socket (desktop/page_automation.py): the same
+    for WebKitGTK and Qt WebEngine."""
 
-    def __init__(self, port: int, timeout: float = 30) -> None:
+    def __init__(self, path: Path, timeout: float = 30) -> None:
+        self._sock = socket.socket(socket.AF_UNIX)
         deadline = time.monotonic() + timeout
         while True:
             try:
-                pages = [p for p in httpx.get(f"http://127.0.0.1:{port}/json", timeout=2).json()
-                         if p.get("type") == "page" and "index.html" in p.get("url", "")]
-            except httpx.TransportError:
-                pages = []
-            if pages:
+                self._sock.connect(str(path))
                 break
-            if time.monotonic() > deadline:
-                raise AssertionError(f"the window's page did not appear on DevTools port {port}")
-            time.sleep(0.05)
-        self._connection = connect(pages[0]["webSocketDebuggerUrl"], max_size=None)
-        self._ws = self._connection.__enter__()
-        self._id = 0
+            except (FileNotFoundError, ConnectionRefusedError):
+                if time.monotonic() > deadline:
+                    self._sock.close()
+                    raise AssertionError(f"the window's page automation socket {path} did not open") from None
+                time.sleep(0.05)
+        self._sock.settimeout(60)
+        self._replies = self._sock.makefile("rb")
 
     def eval(self, expression: str) -> Any:
-        self._id += 1
-        self._ws.send(json.dumps({"id": self._id, "method": "Runtime.evaluate", "params": {
-            "expression": expression, "returnByValue": True, "awaitPromise": True}}))
-        while True:
-            reply = json.loads(self._ws.recv(timeout=30))
-            if reply.get("id") == self._id:
-                break
-        result = reply["result"]
-        if "exceptionDetails" in result:
-            raise AssertionError(f"{expression!r} failed in the page: {result['exceptionDetails']}")
-        return result["result"].get("value")
+        self._sock.sendall(json.dumps({"js": expression}).encode() + b"\n")
+        reply = json.loads(self._replies.readline() or b'{"error": "the window closed the socket"}')
+        if "error" in reply:
+            raise AssertionError(f"{expression!r} failed in the page: {reply['error']}")
+        return reply["value"]
 
     def wait(self, expression: str, timeout: float = 20) -> Any:
-        deadline = time.monotonic() + timeout
+        """The expression's value once truthy; until then a throw (the page still loading) is "not yet"."""
+        deadline, error = time.monotonic() + timeout, None
         while time.monotonic() < deadline:
-            value = self.eval(expression)
+            try:
+                value = self.eval(expression)
+            except AssertionError as exc:
+                value, error = None, exc
             if value:
                 return value
             time.sleep(0.05)
-        raise AssertionError(f"{expression!r} did not become true within {timeout:g} s")
+        raise AssertionError(f"{expression!r} did not become true within {timeout:g} s (last error: {error})")
 
     def rect(self, selector: str) -> tuple[int, int, int, int]:
         """An element's box in the page's CSS pixels (= screen pixels under Xvfb)."""
@@ -161,7 +159,8 @@ class DevTools:
         return tuple(round(v) for v in r)
 
     def close(self) -> None:
-        self._connection.__exit__(None, None, None)
+        self._replies.close()
+        self._sock.close()
 
 
 @cache

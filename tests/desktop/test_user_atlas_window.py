@@ -1,4 +1,4 @@
-"""Your own character in the real window (pywebview + QtWebEngine under Xvfb): an outfit added
+"""Your own character in the real window (pywebview on its web view, WebKitGTK by default, under Xvfb): an outfit added
 with `stella outfits add` is in the outfit bar after a restart and can be worn; a user atlas that
 does not load gives a plain message in the window, and the built-in outfits are shown."""
 
@@ -15,14 +15,13 @@ from atlas.user import UserFolders
 from tests import services
 from tests.character.user_layers import TEAL, share_of, write_cape_layers
 from tests.desktop import screen
-from tests.desktop.app_window import stella
+from tests.desktop.app_window import OUTFIT_IDS, stella
 from tests.desktop.gateway import Gateway
 from tests.desktop.polling import wait_for
 
 pytestmark = [pytest.mark.llama, pytest.mark.keyring, pytest.mark.display]
 
 BUILT_IN = ["hoodie", "red_dress", "school", "space", "pyjamas", "formal"]
-OUTFIT_IDS = "[...document.querySelectorAll('.outfit')].map((b) => b.dataset.outfit)"
 TOASTS = "[...document.querySelectorAll('#toasts .toast[data-kind=error] p')].map((p) => p.textContent).join(' | ')"
 
 
@@ -53,8 +52,8 @@ def test_an_outfit_you_add_is_in_the_outfit_bar_after_a_restart_and_she_wears_it
         assert window.page.eval(TOASTS) == ""
 
         # asked for in words: the engine's catalogue (the local intent) knows the new outfit too
-        window.page.eval("document.getElementById('message').value = 'Please put on your teal cape'; "
-                         "document.getElementById('composer').requestSubmit(); true")
+        window.page.eval("(() => { document.getElementById('message').value = 'Please put on your teal cape'; "
+                         "document.getElementById('composer').requestSubmit(); return true; })()")
         window.page.wait("document.querySelector('.outfit[aria-pressed=true]')?.dataset.outfit === 'cape'", 15)
         wait_for(lambda: share_of(window.look("#character"), TEAL) > 0.05, 5, "the teal cape on the screen")
         window.close_and_check_nothing_is_left()

@@ -1,13 +1,15 @@
-"""The real Stella window (pywebview + QtWebEngine) under Xvfb: what is on the screen, a real
-mouse click on an outfit, closing it, restarting it, and what it leaves behind.
+"""The real Stella window (pywebview on the system's WebKitGTK, the Linux default) under Xvfb: what is on the
+screen, a real mouse click on an outfit, closing it, restarting it, and what it leaves behind. The first test
+runs on the fallback Qt WebEngine too.
 
-The page is read over DevTools only to know where things are and to catch the first frame
-after a click; what the user sees is checked on the screen itself.
+The page is read through the shell's page automation socket only to know where things are and to catch the
+first frame after a click; what the user sees is checked on the screen itself.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import io
 import os
 import signal
@@ -20,22 +22,35 @@ from PIL import Image
 
 from tests import services
 from tests.desktop import screen
-from tests.desktop.app_window import stella
+from tests.desktop.app_window import OUTFIT_IDS, stella
 from tests.desktop.gateway import Gateway
 from tests.desktop.polling import wait_for
 from tests.desktop.processes import alive, cpu_seconds, descendants
 
 pytestmark = [pytest.mark.llama, pytest.mark.keyring, pytest.mark.display]
 
+WEB_PROCESS = {"gtk": "WebKitWebProcess", "qt": "QtWebEngineProcess"}  # the web view's own helper program
+
 # Catch the first frame drawn after the next click on an outfit: a rAF callback queued from the
 # click handler runs right after the page's own frame callback, while that frame is still readable.
-CATCH_NEXT_FRAME = """window.caught = null;
-document.getElementById('outfits').addEventListener('click', () => {
-  const clicked = performance.now();
-  const canvas = document.getElementById('character');
-  requestAnimationFrame(() => { window.caught = {frame: canvas.toDataURL(), ms: performance.now() - clicked}; });
-}, {once: true, capture: true});
-true"""
+CATCH_NEXT_FRAME = """(() => {
+  window.caught = null;
+  document.getElementById('outfits').addEventListener('click', () => {
+    const clicked = performance.now();
+    const canvas = document.getElementById('character');
+    requestAnimationFrame(() => { window.caught = {frame: canvas.toDataURL(), ms: performance.now() - clicked}; });
+  }, {once: true, capture: true});
+  return true;
+})()"""
+
+
+def commands(pid: int) -> list[str]:
+    """The command lines of the app's processes."""
+    found = []
+    for p in descendants(pid):
+        with contextlib.suppress(OSError):
+            found.append(Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ").decode())
+    return found
 
 
 def png_pixels(data_url: str) -> np.ndarray:
@@ -43,16 +58,16 @@ def png_pixels(data_url: str) -> np.ndarray:
         return np.asarray(img.convert("RGB"))
 
 
+@pytest.mark.parametrize("webview", ["gtk", "qt"])
 def test_the_window_shows_stella_and_a_real_click_changes_her_outfit_within_a_frame(
-        xvfb: services.Xvfb, gateway: Gateway, engine_env: dict[str, str], tmp_path: Path) -> None:
-    with stella(xvfb.display, gateway.url, tmp_path / "stella.db", engine_env) as window:
+        xvfb: services.Xvfb, gateway: Gateway, engine_env: dict[str, str], tmp_path: Path, webview: str) -> None:
+    with stella(xvfb.display, gateway.url, tmp_path / "stella.db", engine_env, webview=webview) as window:
         shot = screen.grab(xvfb.display)
         Image.fromarray(shot).save(tmp_path / "window.png")
         print(f"screenshot: {tmp_path / 'window.png'}")
         assert screen.shown_outfit(window.look("#character", shot)) == "hoodie"
-        for outfit in ("hoodie", "red_dress", "school", "space", "pyjamas", "formal"):
-            button = window.look(f'.outfit[data-outfit="{outfit}"]', shot)
-            assert button.shape[0] >= 60 and button.std() > 20, f"the {outfit} button is not drawn"
+        assert window.page.eval(OUTFIT_IDS) == ["hoodie", "red_dress", "school", "space", "pyjamas", "formal"]
+        assert window.outfits_shown(shot), "an outfit button is not drawn"
 
         before = screen.outfit_distances(window.look("#character", shot))
         assert window.page.eval(CATCH_NEXT_FRAME)
@@ -66,7 +81,24 @@ def test_the_window_shows_stella_and_a_real_click_changes_her_outfit_within_a_fr
 
         wait_for(lambda: screen.shown_outfit(window.look("#character")) == "red_dress", 2, "the red dress on screen")
         assert window.page.eval("document.querySelector('.outfit[aria-pressed=true]').dataset.outfit") == "red_dress"
+        assert WEB_PROCESS[webview] in " ".join(commands(window.proc.pid)), f"not on {webview}"
         window.close_and_check_nothing_is_left()
+
+
+def test_without_webkitgtk_the_window_falls_back_to_qt_webengine_and_says_why(
+        xvfb: services.Xvfb, gateway: Gateway, engine_env: dict[str, str], tmp_path: Path,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    broken = tmp_path / "no-pygobject" / "gi"  # fault injection: PyGObject that does not load, ahead of the real one
+    broken.mkdir(parents=True)
+    (broken / "__init__.py").write_text('raise ImportError("PyGObject removed by the test")\n')
+    env = {**engine_env, "PYTHONPATH": str(broken.parent)}
+    with stella(xvfb.display, gateway.url, tmp_path / "stella.db", env) as window:
+        assert WEB_PROCESS["qt"] in " ".join(commands(window.proc.pid))
+        assert screen.shown_outfit(window.look("#character")) == "hoodie"
+        window.close_and_check_nothing_is_left()
+    assert ("web view: Qt WebEngine — the system's WebKitGTK cannot be used (PyGObject does not load: PyGObject "
+            "removed by the test), so the fallback Qt WebEngine; to use the lighter system web view, install the "
+            "system's web view (Debian/Ubuntu: sudo apt install gir1.2-webkit2-4.1)") in capfd.readouterr().err
 
 
 def test_outfit_and_window_geometry_survive_a_restart_and_a_killed_shell_leaves_nothing(
@@ -96,7 +128,7 @@ def test_on_software_gl_the_busy_indicators_leave_the_cores_to_listening_and_thi
     the model need while the state dot says "listening" or "thinking" (measured: ASR 1.4 s -> 0.7 s)."""
     with stella(xvfb.display, gateway.url, tmp_path / "stella.db", engine_env) as window:
         assert window.page.eval("document.body.classList.contains('software-gl')")
-        window.page.eval("document.getElementById('state').dataset.state = 'thinking'; true")
+        window.page.eval("(document.getElementById('state').dataset.state = 'thinking') && true")
         family = descendants(window.proc.pid)
         used, start = cpu_seconds(family), time.monotonic()
         time.sleep(3)

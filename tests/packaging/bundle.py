@@ -64,7 +64,7 @@ def user_env(*parts: dict[str, str], home: Path) -> dict[str, str]:
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     env = {"PATH": path, "LANG": "C.UTF-8", "HOME": str(home), "XDG_CACHE_HOME": cache,
            "XDG_DATA_HOME": str(home / "data"), "XDG_CONFIG_HOME": str(home / "config"),
-           "XDG_STATE_HOME": str(home / "state"), "QTWEBENGINE_DISABLE_SANDBOX": "1"}
+           "XDG_STATE_HOME": str(home / "state")}
     for part in parts:
         env.update(part)
     env["HOME"] = str(home)

