@@ -99,14 +99,16 @@ class Sessions:
                 self.serving.clear()  # new turns wait for the next pipeline: this one is ending
                 if not running.done():
                     await pipeline.queue(EndFrame())  # queued work (a reply being spoken) finishes first
-                    await asyncio.wait_for(asyncio.shield(running), 30)
-                running.result()
+                    # not wait_for: on Python 3.11 it drops a cancellation (the engine's shutdown)
+                    # that comes as the pipeline ends, and the next pipeline would then run on
+                    await asyncio.wait({running}, timeout=30)
+                if running.done():
+                    running.result()
             except VoiceError as exc:
                 self.engines = None
                 self.set_voice("off", sentence(str(exc)) + " You can still type to Stella.")
-            except TimeoutError:
-                running.cancel()
             finally:
+                running.cancel()  # still running: it did not end in time, or the engine is shutting down
                 reload.cancel()
                 self.serving.clear()
                 self.pipeline = None
@@ -120,10 +122,10 @@ class Sessions:
         if self.engines is not None:
             source = DeviceSource(voice.input_device, voice.block_ms)
             output = DeviceOutput(voice.output_device, voice.output_rate, voice.block_ms)
-            self.presence.spoken = True
+            self.presence.replies_heard(True)
             return build(self.config, self.engines, source, output, link, Clock(), self.observers(),
                          self.conversation, self.conversation.outfits)
-        self.presence.spoken = False
+        self.presence.replies_heard(False)
         return typed(self.config, IdleSource(), link, self.conversation, Clock(), self.observers())
 
     def _load_engines(self) -> None:
