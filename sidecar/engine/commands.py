@@ -87,7 +87,7 @@ class Commands:
 
     async def ptt(self, command: Command) -> Event | None:
         sessions = self.parts.sessions
-        if sessions.pipeline is None or sessions.engines is None:
+        if sessions.pipeline is None or sessions.loaded is None:
             return error_event("no_voice", f"Push-to-talk needs the microphone. {sessions.voice['detail']}")
         await sessions.pipeline.queue(PushToTalkFrame(pressed=command["cmd"] == "ptt_start"))
         return None
