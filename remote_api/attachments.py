@@ -8,7 +8,7 @@ import asyncio
 from remote_api.envelope import CLOSE_LIMIT
 
 
-class _WsAttachment:
+class WsAttachment:
     """A WebSocket carrying a session: frames go through a queue to one writer task, so a
     stuck socket never blocks the session loop (the heartbeat notices it instead).
 
@@ -43,7 +43,7 @@ class _WsAttachment:
         self.queue.put_nowait(None)
 
 
-class _PollAttachment:
+class PollAttachment:
     """Long-poll carrying a session: output waits in the protocol until a poll collects it."""
 
     kind = "longpoll"

@@ -48,7 +48,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from remote_api.attachments import _PollAttachment, _WsAttachment
+from remote_api.attachments import PollAttachment, WsAttachment
 from remote_api.envelope import CLOSE_LIMIT, AuthError, Envelope, LimitError, ProtocolError, Type, decode
 from remote_api.link_config import LinkConfig
 from remote_api.link_sessions import CodecFactory, Session, SessionRegistry, TurnProgress, device_of, plain_codec
@@ -62,7 +62,7 @@ from remote_api.protocol import (
     Message,
     PeerError,
 )
-from remote_api.responses import _STATE_DOWN, _error_frame, _ndjson, _read_ndjson, auth_error_response, error_response
+from remote_api.responses import STATE_DOWN, auth_error_response, error_frame, error_response, ndjson, read_ndjson
 from remote_api.state import MemorySessions, SessionStore, StateError
 from remote_api.upstream import Upstream
 from remote_api.upstream_pool import UpstreamPool
@@ -295,7 +295,7 @@ class Gateway:
                 session.written(delta)
         return not session.closed
 
-    def _attach(self, session: Session, attachment: _WsAttachment | _PollAttachment) -> None:
+    def _attach(self, session: Session, attachment: WsAttachment | PollAttachment) -> None:
         """`attachment` now carries the session; an older one is closed (it is superseded)."""
         if session.attachment is not None:
             session.attachment.close(CLOSE_SUPERSEDED, "a newer connection took over this session")
@@ -335,9 +335,9 @@ class Gateway:
         if not await self._write_ahead(session):
             return
         att = session.attachment  # read after the write: a newer connection may have taken over
-        if isinstance(att, _WsAttachment):
+        if isinstance(att, WsAttachment):
             att.push(session.link.data_to_send())
-        elif isinstance(att, _PollAttachment) and session.link.pending_output:
+        elif isinstance(att, PollAttachment) and session.link.pending_output:
             att.ready.set()
 
     async def _on_event(self, session: Session, event: Event) -> None:
@@ -498,7 +498,7 @@ class Gateway:
                 raise ProtocolError("hello_required", "the first envelope on a connection must be 'hello'")
         except ProtocolError as exc:
             with contextlib.suppress(RuntimeError, WebSocketDisconnect):
-                await ws.send_text(_error_frame(exc.code, exc.message, exc.action).decode())
+                await ws.send_text(error_frame(exc.code, exc.message, exc.action).decode())
                 await ws.close(exc.close_code)
             return
         try:
@@ -506,15 +506,15 @@ class Gateway:
         except (StateError, LimitError) as exc:
             if isinstance(exc, LimitError):
                 log.info("refused a new session: %s", exc)
-                refusal, code, reason = _error_frame(exc.code, exc.message, exc.action), exc.close_code, exc.reason
+                refusal, code, reason = error_frame(exc.code, exc.message, exc.action), exc.close_code, exc.reason
             else:
                 log.error("cannot open a session: %s", exc)
-                refusal, code, reason = _error_frame(*_STATE_DOWN), 1011, ""
+                refusal, code, reason = error_frame(*STATE_DOWN), 1011, ""
             with contextlib.suppress(RuntimeError, WebSocketDisconnect):
                 await ws.send_text(refusal.decode())
                 await ws.close(code, reason)
             return
-        att = _WsAttachment(self.config.outbound_bytes)
+        att = WsAttachment(self.config.outbound_bytes)
         self._attach(session, att)
         writer = asyncio.create_task(self._ws_writer(ws, att))
         att.reader = asyncio.create_task(self._ws_read(ws, session, att, first))
@@ -533,7 +533,7 @@ class Gateway:
                 with contextlib.suppress(Exception):  # it is only told if it reads again soon
                     await asyncio.wait_for(ws.close(att.close_code, att.close_reason), 0.5)
 
-    async def _ws_read(self, ws: WebSocket, session: Session, att: _WsAttachment, frame: bytes | str) -> None:
+    async def _ws_read(self, ws: WebSocket, session: Session, att: WsAttachment, frame: bytes | str) -> None:
         """Feed the client's frames to its session until it disconnects, breaks the protocol or
         another connection takes the session over."""
         with contextlib.suppress(WebSocketDisconnect):
@@ -558,7 +558,7 @@ class Gateway:
         return msg.get("text") if msg.get("text") is not None else msg.get("bytes", b"")
 
     @staticmethod
-    async def _ws_writer(ws: WebSocket, att: _WsAttachment) -> None:
+    async def _ws_writer(ws: WebSocket, att: WsAttachment) -> None:
         with contextlib.suppress(Exception):  # the socket may already be gone: nothing to do
             while (frame := await att.queue.get()) is not None:
                 att.queued -= len(frame)
@@ -583,7 +583,7 @@ class Gateway:
         if isinstance(identity, Response):
             return identity
         try:
-            frames = await _read_ndjson(request, self.config.max_frame_bytes)
+            frames = await read_ndjson(request, self.config.max_frame_bytes)
         except ProtocolError as exc:
             status = 413 if exc.code == "frame_too_large" else 400
             return error_response(status, exc.code, exc.message, exc.action)
@@ -599,11 +599,11 @@ class Gateway:
                 session = await self._open_session(first, identity)
             except StateError as exc:
                 log.error("cannot open a session: %s", exc)
-                return error_response(503, *_STATE_DOWN)
+                return error_response(503, *STATE_DOWN)
             except LimitError as exc:
                 log.info("refused a new session: %s", exc)
                 return error_response(exc.status, exc.code, exc.message, exc.action)
-            att: _PollAttachment = _PollAttachment()
+            att: PollAttachment = PollAttachment()
             self._attach(session, att)
         else:
             found = self._polled_session(request, identity)
@@ -622,8 +622,8 @@ class Gateway:
             session.wake.set()
         if first.type is Type.HELLO:  # answer with the welcome (and any replay) at once
             if not await self._write_ahead(session):
-                return error_response(503, *_STATE_DOWN)
-            return _ndjson(session.link.data_to_send())
+                return error_response(503, *STATE_DOWN)
+            return ndjson(session.link.data_to_send())
         return Response(status_code=204)
 
     async def longpoll_poll(self, request: Request) -> Response:
@@ -663,20 +663,20 @@ class Gateway:
                 return error_response(409, "not_attached", "this session is not carried by long-poll now",
                                        "Send a hello to open or resume the session.")
             if att.poll_id != mine:
-                return _ndjson([])
+                return ndjson([])
             frames = session.link.data_to_send()
             if frames:
-                return _ndjson(frames)
+                return ndjson(frames)
             att.ready.clear()
             remaining = deadline - self.clock()
             if remaining <= 0:
-                return _ndjson([])
+                return ndjson([])
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(att.ready.wait(), remaining)
 
-    def _polled_session(self, request: Request, identity: Any) -> tuple[Session, _PollAttachment] | Response:
+    def _polled_session(self, request: Request, identity: Any) -> tuple[Session, PollAttachment] | Response:
         session = self.registry.get(request.query_params.get("sid", ""))
-        if session is None or session.identity != identity or not isinstance(session.attachment, _PollAttachment):
+        if session is None or session.identity != identity or not isinstance(session.attachment, PollAttachment):
             return error_response(409, "not_attached", "no long-poll session with that id is open here",
                                   "Send a hello to open or resume the session.")
         session.identity = identity  # its newest token, for the recheck
