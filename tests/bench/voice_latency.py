@@ -63,8 +63,7 @@ from sidecar.voice.vad import Segmenter  # noqa: E402
 from sidecar.voice.wake import NameMatcher  # noqa: E402
 from sidecar.voice_loop import LoadedModels, build  # noqa: E402
 from tests import services  # noqa: E402
-from tests.bench.turn_end import voices  # noqa: E402
-from tests.voice.speech import heard_fraction  # noqa: E402
+from tests.voice.speech import heard_fraction, voices  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "voice.md"
 QUESTIONS = [

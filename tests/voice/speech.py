@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,19 @@ def espeak(text: str, *, voice: str = "en-us", speed: int = 160, pitch: int = 50
     samples, rate = EspeakSynth(voice, speed, pitch)(text)
     peak = float(np.max(np.abs(samples))) or 1.0
     return trim(resample(samples, rate, RATE)) / peak * level
+
+
+def voices() -> dict[str, Callable[[str], np.ndarray]]:
+    """Six voices for the benchmarks (piper at two speeds, four espeak-ng voices), by name."""
+    piper = Piper()
+    return {
+        "piper joe": lambda t: piper(t),
+        "piper joe slow": lambda t: piper(t, length_scale=1.25),
+        "espeak en-us": lambda t: espeak(t),
+        "espeak en-gb": lambda t: espeak(t, voice="en-gb", speed=150, pitch=40),
+        "espeak f3": lambda t: espeak(t, voice="en-us+f3", speed=175, pitch=65),
+        "espeak scotland": lambda t: espeak(t, voice="en-gb-scotland", speed=145),
+    }
 
 
 def trim(audio: np.ndarray, floor: float = 0.01) -> np.ndarray:
