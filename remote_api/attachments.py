@@ -7,6 +7,12 @@ import asyncio
 
 from remote_api.envelope import CLOSE_LIMIT
 
+# How the gateway closes a session's connection (WebSocket close codes).
+CLOSE_SUPERSEDED = 4000  # a newer connection took over the session
+CLOSE_UNAUTHORIZED = 4401
+CLOSE_DEAD = 4408  # heartbeat timeout
+CLOSE_GOING_AWAY = 1001
+
 
 class WsAttachment:
     """A WebSocket carrying a session: frames go through a queue to one writer task, so a
