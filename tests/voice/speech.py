@@ -7,7 +7,6 @@ wake-word benchmark) go to a cache dir outside the repo.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import platformdirs
 from remote_api.shared.models.provision import Models
 from sidecar.voice.audio import RATE, read_wav, resample, write_wav
 from sidecar.voice.tts import EspeakSynth
-from sidecar.voice.wake import edit_distance
+from sidecar.voice.wake import edit_distance, words
 
 CACHE = Path(os.environ.get("STELLA_TEST_AUDIO") or Path(platformdirs.user_cache_dir("stella")) / "test-audio")
 
@@ -89,10 +88,6 @@ def save(path: Path, audio: np.ndarray) -> Path:
 def load(path: Path) -> np.ndarray:
     audio, rate = read_wav(path)
     return resample(audio, rate, RATE)
-
-
-def words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", text.lower())
 
 
 def heard_fraction(expected: str, heard: str) -> float:
