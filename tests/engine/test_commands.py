@@ -131,3 +131,16 @@ def test_a_pairing_code_without_a_reachable_server_says_so(home: Home) -> None:
             assert page.greeted("settings")["paired"] is False
 
     asyncio.run(scenario())
+
+
+def test_a_typed_message_the_server_cannot_answer_gets_a_plain_error_and_the_next_one_is_taken(home: Home) -> None:
+    async def scenario() -> None:
+        async with running(home, {"STELLA_CHAT__REPLY_TIMEOUT_S": "1"}) as engine, engine.window() as page:
+            for text in ("Hello?", "Are you there?"):
+                await page.send({"cmd": "text", "text": text})
+                assert (await page.next("user_turn"))["text"] == text
+                error = await page.next("error")
+                assert (error["code"], error["fatal"]) == ("reply_timeout", False)
+                assert "Check that the Stella server and its llama-server are running" in error["message"]
+
+    asyncio.run(scenario())
