@@ -78,10 +78,6 @@ class App:
         self._stop = asyncio.Event()
         self._store_error: str = ""
 
-    @property
-    def config(self) -> AppConfig:
-        return self.sessions.config
-
     async def _command(self, ws: ServerConnection, command: Command) -> None:
         await self.commands.handle(ws, command)
 
