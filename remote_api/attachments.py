@@ -7,8 +7,14 @@ import asyncio
 
 from remote_api.envelope import CLOSE_LIMIT
 
+# How the gateway closes a session's connection (WebSocket close codes).
+CLOSE_SUPERSEDED = 4000  # a newer connection took over the session
+CLOSE_UNAUTHORIZED = 4401
+CLOSE_DEAD = 4408  # heartbeat timeout
+CLOSE_GOING_AWAY = 1001
 
-class _WsAttachment:
+
+class WsAttachment:
     """A WebSocket carrying a session: frames go through a queue to one writer task, so a
     stuck socket never blocks the session loop (the heartbeat notices it instead).
 
@@ -43,7 +49,7 @@ class _WsAttachment:
         self.queue.put_nowait(None)
 
 
-class _PollAttachment:
+class PollAttachment:
     """Long-poll carrying a session: output waits in the protocol until a poll collects it."""
 
     kind = "longpoll"

@@ -15,16 +15,17 @@ in the middle of a reply:
 - ``GET  /health``    ``{"status": ok|degraded}``; the details (upstreams, sessions, version)
   only for a paired device's token or the operator (`remote_api.operator`).
 
-Generations stream from llama-server through `remote_api.upstream`; cancelling one closes the
-upstream HTTP stream, which is how llama-server stops. Security plugs into seams: `authenticate`
+Generations stream from llama-server through the relay (`remote_api.relay`, over
+`remote_api.upstream`); cancelling one closes the upstream HTTP stream, which is how
+llama-server stops. Security plugs into seams: `authenticate`
 (device JWTs, `remote_api.auth`), `recheck` (revocation of open sessions) and `codec_factory`
 (sealed bodies, `remote_api.seal`).
 
-With shared state (`sessions.shared`, Redis) several replicas serve the same sessions: each
-session is written to the store before any frame of it leaves (write-ahead), so the replica a
-client resumes on knows everything the client may have seen. It takes the session over
-(fencing the previous owner out) and generates any reply in flight again with the same seed,
-skipping the tokens already sent after checking they came out the same.
+With shared state (`sessions.shared`, Redis) several replicas serve the same sessions
+(`remote_api.takeover`: write-ahead before any frame leaves, taking a session over); a reply in
+flight is generated again with the same seed, skipping the tokens already sent after checking
+they came out the same (`remote_api.relay`). This module keeps the wiring: sessions, their
+loops, the transports' endpoints.
 """
 
 from __future__ import annotations
@@ -32,14 +33,12 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
-import hashlib
 import importlib.metadata
 import logging
 import math
 import secrets
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import replace
 from typing import Any
 
 from starlette.applications import Starlette
@@ -48,7 +47,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route, WebSocketRoute
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
-from remote_api.attachments import _PollAttachment, _WsAttachment
+from remote_api.attachments import (
+    CLOSE_DEAD,
+    CLOSE_GOING_AWAY,
+    CLOSE_SUPERSEDED,
+    CLOSE_UNAUTHORIZED,
+    PollAttachment,
+    WsAttachment,
+)
 from remote_api.envelope import CLOSE_LIMIT, AuthError, Envelope, LimitError, ProtocolError, Type, decode
 from remote_api.link_config import LinkConfig
 from remote_api.link_sessions import CodecFactory, Session, SessionRegistry, TurnProgress, device_of, plain_codec
@@ -62,11 +68,12 @@ from remote_api.protocol import (
     Message,
     PeerError,
 )
-from remote_api.responses import _STATE_DOWN, _error_frame, _ndjson, _read_ndjson, auth_error_response, error_response
+from remote_api.relay import Relay
+from remote_api.responses import STATE_DOWN, auth_error_response, error_frame, error_response, ndjson, read_ndjson
 from remote_api.state import MemorySessions, SessionStore, StateError
+from remote_api.takeover import Replicas
 from remote_api.upstream import Upstream
 from remote_api.upstream_pool import UpstreamPool
-from remote_api.upstream_types import ACTIONS, ChatRequest, Finished, UpstreamError
 from remote_api.warmup import SlotKeeper
 
 log = logging.getLogger(__name__)
@@ -80,22 +87,6 @@ def _version() -> str:
 
 
 _VERSION = _version()
-
-CLOSE_SUPERSEDED = 4000  # a newer connection took over the session
-CLOSE_UNAUTHORIZED = 4401
-CLOSE_DEAD = 4408  # heartbeat timeout
-CLOSE_GOING_AWAY = 1001
-
-REPLY_DIVERGED = {
-    "code": "reply_diverged",
-    "message": "The gateway writing this reply stopped, and the model did not write the same beginning again, "
-               "so the rest could not be added to it.",
-    "action": "Ask again. (A reply survives a gateway failure when it is generated with temperature 0 or a "
-              "fixed seed.)",
-}
-
-# Failures that say the upstream itself is unwell (not the request): take it out of rotation.
-_UPSTREAM_FAULTS = frozenset({"unreachable", "broken_stream", "stalled", "bad_response", "unauthorized"})
 
 # authenticate(conn): an identity for the session; None refuses without a reason (HTTP 403);
 # raising AuthError refuses with one (its status, and an error envelope saying what to do).
@@ -142,6 +133,8 @@ class Gateway:
         self._sweeper: asyncio.Task[None] | None = None
         self._closing: set[asyncio.Task[None]] = set()  # sessions ended by a bye
         self._generating: collections.Counter[str] = collections.Counter()  # device -> replies being written
+        self.replicas = Replicas(self.sessions, self.replica, self.registry, self.slots, self._start_turn)
+        self.relay = Relay(config, self.slots, self.pool, self.sessions, self._send)
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -205,20 +198,6 @@ class Gateway:
         if forget:
             await self.sessions.drop_session(session.sid, self.replica)
 
-    def _let_go(self, session: Session, reason: str) -> None:
-        """Another replica owns the session now: drop it here without a word to the client."""
-        log.info("session %s: %s", session.sid, reason)
-        self.slots.forget(session.sid)
-        self.registry.remove(session)
-        if session.attachment is not None:
-            session.attachment.close(CLOSE_SUPERSEDED, reason)
-            session.attachment = None
-        me = asyncio.current_task()
-        for task in [*session.turns.values(), session.runner]:
-            if task is not None and task is not me:
-                task.cancel()
-        session.wake.set()
-
     async def _open_session(self, hello: Envelope, identity: Any) -> Session:
         """The session a hello resumes (here, or taken over from another replica), or a new one."""
         if not self.sessions.shared:
@@ -227,7 +206,7 @@ class Gateway:
                 await self._make_room(identity)
                 session = self.registry.create(identity)
         else:
-            session = await self._take_over(hello.sid, identity) if hello.sid else None
+            session = await self.replicas.take_over(hello.sid, identity) if hello.sid else None
             if session is None:
                 await self._make_room(identity)
                 session = self.registry.create(identity)
@@ -256,46 +235,7 @@ class Gateway:
                              "Try again later; the server's operator may raise link.max_sessions.", "max_sessions",
                              status=503)
 
-    async def _take_over(self, sid: str, identity: Any) -> Session | None:
-        local = self.registry.get(sid)
-        if local is not None and local.identity != identity:
-            return None  # another device's session: leave it alone
-        record = await self.sessions.take_session(sid, self.replica, device_of(identity))
-        if record is not None and record.previous_owner == self.replica and local is not None:
-            return local  # ours all along: memory is as new as the store, or newer
-        if local is not None:
-            self._let_go(local, "the session was carried on elsewhere; using the shared state")
-        if record is None:
-            return None
-        session = self.registry.adopt(record, identity)
-        log.info("session %s taken over from replica %s (%d replies in flight)", sid, record.previous_owner,
-                 len(session.progress))
-        for rid, turn in session.progress.items():
-            self._start_turn(session, rid, turn)
-        return session
-
-    async def _write_ahead(self, session: Session) -> bool:
-        """Shared state: write what changed before any frame leaves. False: the session is gone.
-
-        Call `link.data_to_send()` right after, with no await in between, so nothing unwritten
-        slips out.
-        """
-        if not self.sessions.shared:
-            return True
-        async with session.write_lock:
-            while not session.closed and (delta := session.delta()) is not None:
-                try:
-                    owned = await self.sessions.save_session(session.sid, self.replica, delta)
-                except StateError as exc:  # keep the frames; the retransmit timer tries again
-                    log.warning("session %s: %s", session.sid, exc)
-                    return False
-                if not owned:
-                    self._let_go(session, "another gateway took the session over")
-                    return False
-                session.written(delta)
-        return not session.closed
-
-    def _attach(self, session: Session, attachment: _WsAttachment | _PollAttachment) -> None:
+    def _attach(self, session: Session, attachment: WsAttachment | PollAttachment) -> None:
         """`attachment` now carries the session; an older one is closed (it is superseded)."""
         if session.attachment is not None:
             session.attachment.close(CLOSE_SUPERSEDED, "a newer connection took over this session")
@@ -332,12 +272,12 @@ class Gateway:
             await self._flush(session)
 
     async def _flush(self, session: Session) -> None:
-        if not await self._write_ahead(session):
+        if not await self.replicas.write_ahead(session):
             return
         att = session.attachment  # read after the write: a newer connection may have taken over
-        if isinstance(att, _WsAttachment):
+        if isinstance(att, WsAttachment):
             att.push(session.link.data_to_send())
-        elif isinstance(att, _PollAttachment) and session.link.pending_output:
+        elif isinstance(att, PollAttachment) and session.link.pending_output:
             att.ready.set()
 
     async def _on_event(self, session: Session, event: Event) -> None:
@@ -399,7 +339,7 @@ class Gateway:
         """Generate reply `rid`, counted against its device until the task is over."""
         who = device_of(session.identity)
         self._generating[who] += 1
-        task = session.turns[rid] = asyncio.create_task(self._generate(session, rid, turn))
+        task = session.turns[rid] = asyncio.create_task(self.relay.generate(session, rid, turn))
         task.add_done_callback(lambda _: self._turn_over(who))
 
     def _turn_over(self, who: str) -> None:
@@ -411,68 +351,6 @@ class Gateway:
         if not session.closed:
             session.link.send(kind, body)
             session.wake.set()
-
-    async def _generate(self, session: Session, rid: str, turn: TurnProgress) -> None:
-        """Relay one reply token by token; errors and cancels end it with a clear envelope.
-
-        A reply taken over from another replica (`turn.sent` > 0) is generated again with the
-        same seed; the tokens already sent are skipped once their text is checked to match.
-        """
-        body = turn.request
-        skip, prefix = turn.sent, hashlib.sha256()
-        upstream: Upstream | None = None
-        try:
-            req = ChatRequest(
-                messages=body["messages"], max_tokens=body.get("max_tokens", 128),
-                temperature=body.get("temperature", 0.7), seed=body.get("seed"), stop=body.get("stop", []),
-            )
-            async with self.slots.chat(session.sid, req.messages) as (upstream, slot), \
-                    contextlib.aclosing(upstream.stream(replace(req, slot=slot))) as stream:
-                async for item in stream:
-                    if skip:  # regenerating what the client already has
-                        if isinstance(item, Finished):
-                            self._send(session, Type.ERROR, {"rid": rid, **REPLY_DIVERGED})
-                            return
-                        prefix.update(item.text.encode())
-                        skip -= 1
-                        if not skip:
-                            if prefix.hexdigest() != turn.prefix_digest:
-                                self._send(session, Type.ERROR, {"rid": rid, **REPLY_DIVERGED})
-                                return
-                            turn.resume(prefix)
-                        continue
-                    if isinstance(item, Finished):
-                        self._send(session, Type.DONE, {"rid": rid, "reason": item.reason, "tokens": turn.sent,
-                                                        "timings": item.timings})
-                        return
-                    link = session.link
-                    if link.backlog >= self.config.replay_limit or link.backlog_bytes >= self.config.outbound_bytes:
-                        self._send(session, Type.ERROR, {
-                            "rid": rid, "code": "replay_overflow",
-                            "message": f"The reply outgrew the gateway's replay buffer ({self.config.replay_limit} "
-                                       f"messages, link.replay_limit, or {self.config.outbound_bytes} bytes, "
-                                       "link.outbound_bytes) while the app was not receiving; the rest was dropped.",
-                            "action": "Check the network connection, then ask again.",
-                        })
-                        return
-                    self._send(session, Type.TOKEN, {"rid": rid, "i": turn.sent, "text": item.text})
-                    turn.add(item.text)
-        except UpstreamError as exc:
-            log.warning("session %s: reply %s failed: %s", session.sid, rid, exc)
-            if upstream is not None and exc.code in _UPSTREAM_FAULTS:
-                self.pool.report_failure(upstream)
-            self._send(session, Type.ERROR, {"rid": rid, "code": exc.code, "message": exc.message,
-                                             "action": ACTIONS.get(exc.code, "Ask again.")})
-        except ValueError as exc:
-            self._send(session, Type.ERROR, {"rid": rid, "code": "bad_request", "message": str(exc),
-                                             "action": "Fix the request and send it again."})
-        except asyncio.CancelledError:
-            self._send(session, Type.DONE, {"rid": rid, "reason": "cancelled", "tokens": turn.sent})
-            raise
-        finally:
-            session.turns.pop(rid, None)
-            if session.progress.pop(rid, None) is not None and self.sessions.shared:
-                session.finished.add(rid)
 
     # --- WebSocket ------------------------------------------------------------------------
 
@@ -498,7 +376,7 @@ class Gateway:
                 raise ProtocolError("hello_required", "the first envelope on a connection must be 'hello'")
         except ProtocolError as exc:
             with contextlib.suppress(RuntimeError, WebSocketDisconnect):
-                await ws.send_text(_error_frame(exc.code, exc.message, exc.action).decode())
+                await ws.send_text(error_frame(exc.code, exc.message, exc.action).decode())
                 await ws.close(exc.close_code)
             return
         try:
@@ -506,15 +384,15 @@ class Gateway:
         except (StateError, LimitError) as exc:
             if isinstance(exc, LimitError):
                 log.info("refused a new session: %s", exc)
-                refusal, code, reason = _error_frame(exc.code, exc.message, exc.action), exc.close_code, exc.reason
+                refusal, code, reason = error_frame(exc.code, exc.message, exc.action), exc.close_code, exc.reason
             else:
                 log.error("cannot open a session: %s", exc)
-                refusal, code, reason = _error_frame(*_STATE_DOWN), 1011, ""
+                refusal, code, reason = error_frame(*STATE_DOWN), 1011, ""
             with contextlib.suppress(RuntimeError, WebSocketDisconnect):
                 await ws.send_text(refusal.decode())
                 await ws.close(code, reason)
             return
-        att = _WsAttachment(self.config.outbound_bytes)
+        att = WsAttachment(self.config.outbound_bytes)
         self._attach(session, att)
         writer = asyncio.create_task(self._ws_writer(ws, att))
         att.reader = asyncio.create_task(self._ws_read(ws, session, att, first))
@@ -533,7 +411,7 @@ class Gateway:
                 with contextlib.suppress(Exception):  # it is only told if it reads again soon
                     await asyncio.wait_for(ws.close(att.close_code, att.close_reason), 0.5)
 
-    async def _ws_read(self, ws: WebSocket, session: Session, att: _WsAttachment, frame: bytes | str) -> None:
+    async def _ws_read(self, ws: WebSocket, session: Session, att: WsAttachment, frame: bytes | str) -> None:
         """Feed the client's frames to its session until it disconnects, breaks the protocol or
         another connection takes the session over."""
         with contextlib.suppress(WebSocketDisconnect):
@@ -542,7 +420,7 @@ class Gateway:
                     session.link.receive(frame)
                 except ProtocolError as exc:
                     log.warning("session %s: bad envelope from the client: %s", session.sid, exc)
-                    if await self._write_ahead(session):
+                    if await self.replicas.write_ahead(session):
                         att.push(session.link.data_to_send())
                     att.close(exc.close_code, exc.reason)
                     return
@@ -558,7 +436,7 @@ class Gateway:
         return msg.get("text") if msg.get("text") is not None else msg.get("bytes", b"")
 
     @staticmethod
-    async def _ws_writer(ws: WebSocket, att: _WsAttachment) -> None:
+    async def _ws_writer(ws: WebSocket, att: WsAttachment) -> None:
         with contextlib.suppress(Exception):  # the socket may already be gone: nothing to do
             while (frame := await att.queue.get()) is not None:
                 att.queued -= len(frame)
@@ -583,7 +461,7 @@ class Gateway:
         if isinstance(identity, Response):
             return identity
         try:
-            frames = await _read_ndjson(request, self.config.max_frame_bytes)
+            frames = await read_ndjson(request, self.config.max_frame_bytes)
         except ProtocolError as exc:
             status = 413 if exc.code == "frame_too_large" else 400
             return error_response(status, exc.code, exc.message, exc.action)
@@ -599,11 +477,11 @@ class Gateway:
                 session = await self._open_session(first, identity)
             except StateError as exc:
                 log.error("cannot open a session: %s", exc)
-                return error_response(503, *_STATE_DOWN)
+                return error_response(503, *STATE_DOWN)
             except LimitError as exc:
                 log.info("refused a new session: %s", exc)
                 return error_response(exc.status, exc.code, exc.message, exc.action)
-            att: _PollAttachment = _PollAttachment()
+            att: PollAttachment = PollAttachment()
             self._attach(session, att)
         else:
             found = self._polled_session(request, identity)
@@ -621,9 +499,9 @@ class Gateway:
         finally:
             session.wake.set()
         if first.type is Type.HELLO:  # answer with the welcome (and any replay) at once
-            if not await self._write_ahead(session):
-                return error_response(503, *_STATE_DOWN)
-            return _ndjson(session.link.data_to_send())
+            if not await self.replicas.write_ahead(session):
+                return error_response(503, *STATE_DOWN)
+            return ndjson(session.link.data_to_send())
         return Response(status_code=204)
 
     async def longpoll_poll(self, request: Request) -> Response:
@@ -658,25 +536,25 @@ class Gateway:
         deadline = self.clock() + hold
         while True:
             await asyncio.sleep(0)  # let an older poll see it lost, and the loop run its timers
-            written = await self._write_ahead(session)
+            written = await self.replicas.write_ahead(session)
             if not written or att.closed or session.attachment is not att:
                 return error_response(409, "not_attached", "this session is not carried by long-poll now",
                                        "Send a hello to open or resume the session.")
             if att.poll_id != mine:
-                return _ndjson([])
+                return ndjson([])
             frames = session.link.data_to_send()
             if frames:
-                return _ndjson(frames)
+                return ndjson(frames)
             att.ready.clear()
             remaining = deadline - self.clock()
             if remaining <= 0:
-                return _ndjson([])
+                return ndjson([])
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(att.ready.wait(), remaining)
 
-    def _polled_session(self, request: Request, identity: Any) -> tuple[Session, _PollAttachment] | Response:
+    def _polled_session(self, request: Request, identity: Any) -> tuple[Session, PollAttachment] | Response:
         session = self.registry.get(request.query_params.get("sid", ""))
-        if session is None or session.identity != identity or not isinstance(session.attachment, _PollAttachment):
+        if session is None or session.identity != identity or not isinstance(session.attachment, PollAttachment):
             return error_response(409, "not_attached", "no long-poll session with that id is open here",
                                   "Send a hello to open or resume the session.")
         session.identity = identity  # its newest token, for the recheck

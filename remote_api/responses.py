@@ -11,15 +11,15 @@ from starlette.responses import Response
 
 from remote_api.envelope import NDJSON, AuthError, Envelope, ProtocolError, Type, encode
 
-_STATE_DOWN = ("state_unavailable", "the gateway cannot reach its shared state (Redis)",
+STATE_DOWN = ("state_unavailable", "the gateway cannot reach its shared state (Redis)",
                "Try again in a moment; if it persists, the server's operator must check Redis.")
 
 
-def _ndjson(frames: list[bytes]) -> Response:
+def ndjson(frames: list[bytes]) -> Response:
     return Response(b"".join(f + b"\n" for f in frames), 200, media_type=NDJSON)
 
 
-def _error_frame(code: str, message: str, action: str) -> bytes:
+def error_frame(code: str, message: str, action: str) -> bytes:
     """A link-level error envelope for a client that has no session (yet)."""
     body = {"code": code, "message": message, "action": action}
     return encode(Envelope(Type.ERROR, body=body, ts=int(time.time() * 1000)))
@@ -28,7 +28,7 @@ def _error_frame(code: str, message: str, action: str) -> bytes:
 def error_response(status: int, code: str, message: str, action: str,
                    headers: dict[str, str] | None = None) -> Response:
     """An HTTP error whose body is one error envelope (what the client shows the user)."""
-    return Response(_error_frame(code, message, action) + b"\n", status, headers=headers, media_type=NDJSON)
+    return Response(error_frame(code, message, action) + b"\n", status, headers=headers, media_type=NDJSON)
 
 
 def auth_error_response(exc: AuthError) -> Response:
@@ -36,7 +36,7 @@ def auth_error_response(exc: AuthError) -> Response:
     return error_response(exc.status, exc.code, exc.message, exc.action, headers)
 
 
-async def _read_ndjson(request: Request, max_frame: int) -> list[bytes]:
+async def read_ndjson(request: Request, max_frame: int) -> list[bytes]:
     """The request's envelopes, one per line, refusing bodies larger than 64 frames' worth."""
     limit = max_frame * 64
     body = bytearray()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from remote_api.upstream_types import _SNIPPET
+from remote_api.upstream_types import SNIPPET_CHARS
 
 
 class SSEError(ValueError):
@@ -86,4 +86,4 @@ class SSEParser:
         elif name not in self._KNOWN_FIELDS:
             self.junk_lines += 1
             if self.first_junk is None:
-                self.first_junk = line[:_SNIPPET]
+                self.first_junk = line[:SNIPPET_CHARS]

@@ -23,8 +23,16 @@ from typing import Any, Literal
 import httpx
 
 from remote_api.sse import SSEError, SSEParser
-from remote_api.upstream_events import _ChatEvents, _CompletionEvents
-from remote_api.upstream_types import ChatRequest, Finished, Health, TokenDelta, UpstreamError, _describe, _snippet
+from remote_api.upstream_events import ChatEvents, CompletionEvents
+from remote_api.upstream_types import (
+    ChatRequest,
+    Finished,
+    Health,
+    TokenDelta,
+    UpstreamError,
+    describe_exception,
+    snippet,
+)
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +101,7 @@ class Upstream:
                 "n_predict": 0 if req.warm else req.max_tokens,
                 "cache_prompt": True,  # the next turn shares the history prefix
             }
-            events: _CompletionEvents | _ChatEvents = _CompletionEvents(self)
+            events: CompletionEvents | ChatEvents = CompletionEvents(self)
         else:
             path = "/v1/chat/completions"
             body = {
@@ -101,7 +109,7 @@ class Upstream:
                 "max_tokens": 0 if req.warm else req.max_tokens,
                 "stream_options": {"include_usage": True},  # the exact generated-token count
             }
-            events = _ChatEvents(self)
+            events = ChatEvents(self)
         body.update(temperature=req.temperature, stop=req.stop, stream=True)
         if req.seed is not None:
             body["seed"] = req.seed
@@ -134,14 +142,14 @@ class Upstream:
         except httpx.HTTPError as exc:
             raise self._transport_error(exc, answered, deltas) from exc
         except SSEError as exc:
-            raise self._bad(f"a stream with {exc}, which is not server-sent events") from exc
+            raise self.bad_answer(f"a stream with {exc}, which is not server-sent events") from exc
         finished = events.at_end()
         if finished is not None:
             yield finished
             return
         if parser.junk_lines:
-            raise self._bad(f"{parser.junk_lines} line(s) that are not server-sent events "
-                            f"(first: {_snippet(parser.first_junk or '')})")
+            raise self.bad_answer(f"{parser.junk_lines} line(s) that are not server-sent events "
+                            f"(first: {snippet(parser.first_junk or '')})")
         cut = " in the middle of an event" if parser.pending else ""
         raise UpstreamError(
             "broken_stream",
@@ -155,7 +163,7 @@ class Upstream:
         try:
             resp = await self._client.get(self.base_url + "/health", timeout=_HEALTH_TIMEOUT)
         except httpx.HTTPError as exc:
-            return Health(False, False, None, f"unreachable ({_describe(exc)})")
+            return Health(False, False, None, f"unreachable ({describe_exception(exc)})")
         if resp.status_code == 503:
             return Health(False, True, None, "loading its model")
         try:
@@ -163,7 +171,7 @@ class Upstream:
         except (ValueError, AttributeError):
             healthy = False
         if not healthy:
-            said = f"HTTP {resp.status_code} {_snippet(resp.content)}"
+            said = f"HTTP {resp.status_code} {snippet(resp.content)}"
             return Health(False, False, None, f"/health answered {said}, not llama-server's status ok")
         try:
             idle, slots = await self._idle_slots()
@@ -180,7 +188,7 @@ class Upstream:
                 raise self._status_error(401, resp.content)
             slots = resp.json() if resp.status_code == 200 else None
         except (httpx.HTTPError, ValueError) as exc:
-            log.debug("%r: /slots unavailable: %s", self, _describe(exc))
+            log.debug("%r: /slots unavailable: %s", self, describe_exception(exc))
             return None, None
         if not isinstance(slots, list) or not all(isinstance(s, dict) for s in slots):
             return None, None
@@ -203,7 +211,7 @@ class Upstream:
         except (ValueError, KeyError, TypeError):
             prompt = None
         if not isinstance(prompt, str):
-            raise self._bad(f"/apply-template with {_snippet(resp.content)} instead of a JSON "
+            raise self.bad_answer(f"/apply-template with {snippet(resp.content)} instead of a JSON "
                             "object with a 'prompt' string")
         last = messages[-1]["content"].strip()
         if last not in prompt:
@@ -225,8 +233,8 @@ class Upstream:
             raise self._status_error(resp.status_code, await self._read_some(resp))
         got = resp.headers.get("content-type", "")
         if got.split(";")[0].strip().lower() != content_type:
-            raise self._bad(f"HTTP 200 with Content-Type {got or 'none'!r} instead of {content_type} "
-                            f"({_snippet(await self._read_some(resp))})", resp.status_code)
+            raise self.bad_answer(f"HTTP 200 with Content-Type {got or 'none'!r} instead of {content_type} "
+                            f"({snippet(await self._read_some(resp))})", resp.status_code)
 
     @staticmethod
     async def _read_some(resp: httpx.Response) -> bytes:
@@ -247,7 +255,7 @@ class Upstream:
             err = None
         if not isinstance(err, dict):
             err = {}
-        said = str(err.get("message") or "") or _snippet(body)
+        said = str(err.get("message") or "") or snippet(body)
         if err.get("type") == "exceed_context_size_error":
             return self._context_error(err, status)
         if status == 401:
@@ -261,7 +269,7 @@ class Upstream:
                 "loading its model. Try again in a few seconds.",
                 status,
             )
-        return self._bad(f"HTTP {status}: {said}", status)
+        return self.bad_answer(f"HTTP {status}: {said}", status)
 
     def _context_error(self, err: dict, status: int | None) -> UpstreamError:
         n_prompt, n_ctx = err.get("n_prompt_tokens"), err.get("n_ctx")
@@ -280,7 +288,7 @@ class Upstream:
         if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
             return UpstreamError(
                 "unreachable",
-                f"Cannot connect to llama-server at {self.base_url} ({_describe(exc)}). Check that it "
+                f"Cannot connect to llama-server at {self.base_url} ({describe_exception(exc)}). Check that it "
                 "is running and that the address and port are right.",
             )
         if isinstance(exc, httpx.TimeoutException):
@@ -292,12 +300,12 @@ class Upstream:
         if isinstance(exc, httpx.TransportError):
             return UpstreamError(
                 "broken_stream",
-                f"The connection to llama-server at {self.base_url} broke {where} ({_describe(exc)}). "
+                f"The connection to llama-server at {self.base_url} broke {where} ({describe_exception(exc)}). "
                 "Try again; if it keeps happening, check the server's log (it may have crashed).",
             )
-        return self._bad(f"something httpx could not read ({_describe(exc)})")
+        return self.bad_answer(f"something httpx could not read ({describe_exception(exc)})")
 
-    def _bad(self, what: str, status: int | None = None) -> UpstreamError:
+    def bad_answer(self, what: str, status: int | None = None) -> UpstreamError:
         return UpstreamError(
             "bad_response",
             f"llama-server at {self.base_url} answered {what}. Check that the upstream URL points to "
@@ -312,7 +320,7 @@ class Upstream:
         except ValueError:
             obj = None
         if not isinstance(obj, dict):
-            raise self._bad(f"an event that is not a JSON object: {_snippet(data)}")
+            raise self.bad_answer(f"an event that is not a JSON object: {snippet(data)}")
         err = obj.get("error")
         if err is not None:
             err = err if isinstance(err, dict) else {"message": str(err)}
@@ -321,6 +329,6 @@ class Upstream:
             raise UpstreamError(
                 "broken_stream",
                 f"llama-server at {self.base_url} stopped the reply with an error: "
-                f"{err.get('message') or _snippet(data)}. Try again; check the server's log if it persists.",
+                f"{err.get('message') or snippet(data)}. Try again; check the server's log if it persists.",
             )
         return obj

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from remote_api.upstream_types import Finished, TokenDelta, UpstreamError, _snippet
+from remote_api.upstream_types import Finished, TokenDelta, UpstreamError, snippet
 
 if TYPE_CHECKING:
     from remote_api.upstream import Upstream
 
 
-class _CompletionEvents:
+class CompletionEvents:
     """Turns `/completion` events (`content`, then a last one with `stop: true`) into items."""
 
     _REASONS = {"eos": "stop", "word": "stop", "limit": "length"}
@@ -24,7 +24,7 @@ class _CompletionEvents:
         obj = self._up._event_json(data)
         content = obj.get("content", "")
         if not isinstance(content, str):
-            raise self._up._bad(f"an event whose 'content' is not text: {_snippet(data)}")
+            raise self._up.bad_answer(f"an event whose 'content' is not text: {snippet(data)}")
         if content:
             yield TokenDelta(content)
         if obj.get("stop") is True:
@@ -42,7 +42,7 @@ class _CompletionEvents:
         return None
 
 
-class _ChatEvents:
+class ChatEvents:
     """Turns `chat.completion.chunk` events, the usage event and `[DONE]` into items."""
 
     def __init__(self, upstream: Upstream) -> None:
@@ -66,7 +66,7 @@ class _ChatEvents:
         obj = self._up._event_json(data)
         choices = obj.get("choices")
         if not isinstance(choices, list) or not all(isinstance(c, dict) for c in choices):
-            raise self._up._bad(f"an event without a 'choices' list: {_snippet(data)}")
+            raise self._up.bad_answer(f"an event without a 'choices' list: {snippet(data)}")
         for choice in choices:
             delta = choice.get("delta") or {}
             content = delta.get("content") if isinstance(delta, dict) else None

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, replace
 
 from remote_api.upstream import Upstream
-from remote_api.upstream_types import Health, UpstreamError, _describe
+from remote_api.upstream_types import Health, UpstreamError, describe_exception
 
 log = logging.getLogger(__name__)
 
@@ -94,8 +94,8 @@ class UpstreamPool:
         results = await asyncio.gather(*(u.health() for u in upstreams), return_exceptions=True)
         for upstream, health in zip(upstreams, results, strict=True):
             if isinstance(health, BaseException):
-                log.error("%r: health check crashed: %s", upstream, _describe(health))
-                health = Health(False, False, None, f"health check failed ({_describe(health)})")
+                log.error("%r: health check crashed: %s", upstream, describe_exception(health))
+                health = Health(False, False, None, f"health check failed ({describe_exception(health)})")
             previous = self._status[upstream].health
             if previous is not None and previous.ok != health.ok:
                 log.info("%r is now %s", upstream, health.detail)

@@ -1,6 +1,6 @@
 """What the gateway's llama-server client takes and gives: the request, the reply's items, its
 health, the `UpstreamError` every failure becomes; and how error messages quote what they saw
-(`_snippet`, `_describe`, shared by the upstream modules)."""
+(`snippet`, `describe_exception`, shared by the upstream modules)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ ErrorCode = Literal[
     "context_exceeded", "loading", "unreachable", "broken_stream", "stalled", "bad_response",
     "no_healthy_upstream", "unauthorized",
 ]
-_SNIPPET = 120  # how much of a bad answer to quote in a message
+SNIPPET_CHARS = 120  # how much of a bad answer to quote in a message
 
 # What a person should do about each upstream failure (the message says what happened).
 ACTIONS = {
@@ -96,11 +96,11 @@ class Health:
     slots: int | None = None  # how many slots it has (None when /slots is disabled)
 
 
-def _snippet(raw: bytes | str) -> str:
+def snippet(raw: bytes | str) -> str:
     text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
     text = " ".join(text.split())
-    return repr(text[:_SNIPPET] + ("…" if len(text) > _SNIPPET else ""))
+    return repr(text[:SNIPPET_CHARS] + ("…" if len(text) > SNIPPET_CHARS else ""))
 
 
-def _describe(exc: BaseException) -> str:
+def describe_exception(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__

@@ -21,7 +21,7 @@ from sidecar import frames
 APP_EVENTS = {
     "hello": "engine/core.py: the greeting (protocol, pid, restarts, atlas)",
     "state": "engine/presence.py: idle / listening / thinking / speaking",
-    "outfit": "engine/core.py: the outfit worn and who chose it",
+    "outfit": "engine/wardrobe.py: the outfit worn and who chose it",
     "link": "engine/link.py: the link to the gateway",
     "voice": "engine/voice_session.py: the voice loop's status",
     "settings": "engine/settings.py: the settings, their choices and what was saved",

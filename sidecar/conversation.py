@@ -78,6 +78,10 @@ class Conversation:
         self.outfits = tuple(outfits)
         self._anchor: Exchange | None = None  # the oldest exchange in the prompt, kept until it must go
 
+    def remember_in(self, history: History) -> None:
+        """Keep the history there from now on (the encrypted store, once it is open)."""
+        self.history = history
+
     def system_line(self) -> str:
         p = self.persona
         line = f"You are {p.name}, {p.personality}. {p.speaking_style}"

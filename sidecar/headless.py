@@ -36,7 +36,7 @@ from sidecar.voice.audio import RATE
 from sidecar.voice.capture import DeviceSource, FileSource
 from sidecar.voice.playback import DeviceOutput, FileOutput, Output
 from sidecar.voice.simulated_echo import EchoPath
-from sidecar.voice_loop import Engines, build
+from sidecar.voice_loop import LoadedModels, build
 
 
 @dataclass
@@ -85,7 +85,7 @@ def _output(config: AppConfig, options: Options) -> Output:
     return FileOutput(options.audio_out, rate, config.voice.block_ms)
 
 
-async def run(config: AppConfig, options: Options, engines: Engines | None = None, *,
+async def run(config: AppConfig, options: Options, loaded: LoadedModels | None = None, *,
               conversation: Conversation | None = None, observers: list[Observer] = ()) -> None:
     """One session; raises VoiceError/LinkError with a message for the user on failure.
 
@@ -93,12 +93,12 @@ async def run(config: AppConfig, options: Options, engines: Engines | None = Non
     """
     output = _output(config, options)
     source = _source(config, options, output)
-    engines = engines or await asyncio.to_thread(Engines.load, config.voice)
+    loaded = loaded or await asyncio.to_thread(LoadedModels.load, config.voice)
     events = EventLog(options.events)
     timeline = TurnTimeline(lambda frame: events(None, frame))
     try:
         async with LinkClient(config.server_url, config.link) as link:
-            pipeline = build(config, engines, source, output, link, Clock(), observers=[events, timeline, *observers],
+            pipeline = build(config, loaded, source, output, link, Clock(), observers=[events, timeline, *observers],
                              conversation=conversation)
             for text in options.texts:
                 await pipeline.queue(UserTextFrame(text=text, t=0.0))

@@ -1,4 +1,4 @@
-"""The voice loop: which processors, in which order, with which engines.
+"""The voice loop: which processors, in which order, with which models.
 
     source -> [echo canceller] -> [acoustic wake] -> endpointer (VAD + echo guard) -> barge-in
            -> wake gate -> ASR
@@ -6,7 +6,7 @@
            -> playback (+ mouth levels, blinks; what it plays is the echo canceller's reference)
 
 The source is a microphone or a file, the playback output a speaker or a file; everything
-between is the same in the app and in headless runs. Engines (models) load once and can serve
+between is the same in the app and in headless runs. The models (`LoadedModels`) load once and can serve
 several pipelines in a row.
 """
 
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class Engines:
+class LoadedModels:
     """The loaded models: whisper, silero, the turn model and openWakeWord (if used), piper and/or
     espeak-ng."""
 
@@ -55,7 +55,7 @@ class Engines:
     turn: SmartTurn | None = None
 
     @classmethod
-    def load(cls, config: VoiceConfig, models: Models | None = None) -> Engines:
+    def load(cls, config: VoiceConfig, models: Models | None = None) -> LoadedModels:
         models = models or Models()
         transcriber: Transcribes | None = None
         if config.asr_engine == "ctranslate2":
@@ -107,7 +107,7 @@ def echo_guard(config: VoiceConfig, played: Reference | None = None) -> EchoGuar
                      windows=config.barge_in_windows, played=played)
 
 
-def listening(config: VoiceConfig, engines: Engines, source: Source, intents: Intents | None = None,
+def listening(config: VoiceConfig, loaded: LoadedModels, source: Source, intents: Intents | None = None,
               played: PlayedLog | None = None) -> list[Processor]:
     """Microphone to user turns: source, [echo canceller], [acoustic wake], VAD, [barge-in], wake
     gate, ASR, turn taker. `played` is what playback plays (no canceller without it)."""
@@ -120,21 +120,21 @@ def listening(config: VoiceConfig, engines: Engines, source: Source, intents: In
         processors.append(cancel)
         reference = cancel.canceller.reference
     if config.wake_engine == "openwakeword":
-        if engines.wake is None or engines.wake.name != config.wake_model:
-            raise ValueError(f"the engines were loaded without the {config.wake_model} wake model")
-        processors.append(AcousticWake(engines.wake, config.wake_threshold))
-    turn = engines.turn if config.endpoint == "smart_turn" else None  # None: the fixed hang-over
-    processors.append(Endpointer(config, engines.vad, echo_guard(config, reference), turn))
+        if loaded.wake is None or loaded.wake.name != config.wake_model:
+            raise ValueError(f"the models were loaded without the {config.wake_model} wake model")
+        processors.append(AcousticWake(loaded.wake, config.wake_threshold))
+    turn = loaded.turn if config.endpoint == "smart_turn" else None  # None: the fixed hang-over
+    processors.append(Endpointer(config, loaded.vad, echo_guard(config, reference), turn))
     if config.barge_in:
         processors.append(BargeIn())
     return processors + [
         WakeGate(config.wake_engine, config.wake_window_s),
-        ASR(engines.transcriber, prompt),
+        ASR(loaded.transcriber, prompt),
         TurnTaker(wake_word, config.wake_window_s, engine=config.wake_engine, intents=intents),
     ]
 
 
-def build(config: AppConfig, engines: Engines, source: Source, output: Output, link: ChatLink,
+def build(config: AppConfig, loaded: LoadedModels, source: Source, output: Output, link: ChatLink,
           clock: Clock, observers: Iterable[Observer] = (), conversation: Conversation | None = None,
           outfits: tuple[Outfit, ...] | None = None) -> Pipeline:
     """The whole loop: `listening`, then reply, outfit tags, sentences, TTS and playback.
@@ -150,11 +150,11 @@ def build(config: AppConfig, engines: Engines, source: Source, output: Output, l
               spoken=True),
         OutfitTags(outfits),
         Sentences(voice.first_clause_words),
-        TTS(engines.voice, engines.fallback_voice),
+        TTS(loaded.voice, loaded.fallback_voice),
         Playback(output, voice.sentence_pause_ms, volume_db=voice.volume_db, volume_step_db=voice.volume_step_db,
                  played=played),
     ]
-    return Pipeline(listening(voice, engines, source, _intents(config, outfits), played) + speaking, clock, observers)
+    return Pipeline(listening(voice, loaded, source, _intents(config, outfits), played) + speaking, clock, observers)
 
 
 def typed(config: AppConfig, source: Source, link: ChatLink, conversation: Conversation, clock: Clock,

@@ -1,9 +1,10 @@
 """The engine of the desktop app (`python -m sidecar.engine`), one module per concern:
 
-- app: the App that ties them together, and what a page hears when it connects;
+- core: the App that ties them together, and what a page hears when it connects;
 - unlock, stored: opening the encrypted store (keyring, else a passphrase from the window) and
   what is kept in it;
-- session, link: the pipeline for the current settings, and the link to the gateway under it;
-- commands, settings: what the window asks for, and the settings panel;
+- voice_session, link: the pipeline for the current settings, and the link to the gateway under it;
+- commands: what the window asks for, handed the parts it acts on (`CommandTargets`);
+- settings, wardrobe: the settings panel, and the outfits on offer and the one worn;
 - presence, frame_stream: what the character shows (her state, and frames for a page without WebGL2).
 """

@@ -14,27 +14,30 @@ import os
 import signal
 import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from websockets.asyncio.server import ServerConnection
+
 from atlas.user import choose_atlas
-from sidecar.channel import PORT_LINE, Channel, Event, Launch, error_event
+from sidecar.channel import PORT_LINE, Channel, Command, Event, Launch, error_event
 from sidecar.config import AppConfig
 from sidecar.conversation import Conversation
-from sidecar.engine.commands import Commands
+from sidecar.engine.commands import Commands, CommandTargets
 from sidecar.engine.frame_stream import FrameStream
 from sidecar.engine.link import LinkKeeper
 from sidecar.engine.presence import Presence
-from sidecar.engine.settings import UserSettings, settings_event, sound_devices
-from sidecar.engine.stored import Saved, StoreHistory, history_event
+from sidecar.engine.settings import SettingsPanel
+from sidecar.engine.stored import EngineStore, StoreHistory
 from sidecar.engine.unlock import StoreUnlock
 from sidecar.engine.voice_session import Sessions
+from sidecar.engine.wardrobe import Wardrobe
 from sidecar.events import EachEventOnce, TurnTimeline, event_record
 from sidecar.frames import Frame, InputStartedFrame, MouthFrame, OutfitFrame, TurnTimelineFrame
 from sidecar.outfit_catalogue import catalogue_of
 from sidecar.pipeline import Observer
-from sidecar.store import Store, StoreConfig, StoreError
+from sidecar.store import StoreConfig, StoreError
 
 log = logging.getLogger(__name__)
 
@@ -52,45 +55,49 @@ class App:
     def __init__(self, options: Options, launch: Launch, config: AppConfig) -> None:
         self.options = options
         self.launch = launch
-        self.base_config = config
-        self.settings = UserSettings.of(config)
         self.atlas = choose_atlas(config.atlas_dir)  # the user's own atlas, else the built-in one
         self.manifest = self.atlas.manifest
-        self.outfits = {o.id for o in self.manifest.outfits}
-        self.outfit = self.manifest.outfits[0].id
-        self.store: Store | None = None
-        self.devices: dict[str, list[str]] = {"input": [], "output": []}
-        self.commands = Commands(self)
-        self.channel = Channel(launch.secret, self.commands.handle, self._greeting)
-        self.frames = FrameStream(self.channel, self.outfit, self.atlas.folder)
+        self.kept = EngineStore()
+        self.channel = Channel(launch.secret, self._command, self._greeting)
+        self.frames = FrameStream(self.channel, self.manifest.outfits[0].id, self.atlas.folder)
+        self.wardrobe = Wardrobe(self.manifest, self.frames, self.kept, self.channel.send)
         self.presence = Presence(lambda s: self.channel.send({"type": "state", "state": s}),
                                  config.voice.wake_window_s)
         # the outfits the window shows are the ones offered to the model (one manifest, read once)
         self.conversation = Conversation(config.persona, config.chat, outfits=catalogue_of(self.manifest))
         self.link = LinkKeeper(self.channel.send, lambda: self.sessions.reload())
+        self.settings = SettingsPanel(config, self.kept, lambda url: self.link.credentials(url) is not None)
         self.sessions = Sessions(config, self.link, self.conversation, self.presence, self._observers,
                                  self.channel.send)
         self.unlock = StoreUnlock(options.store, StoreConfig().keyring_service, self.channel.send)
+        self.commands = Commands(CommandTargets(
+            self.channel, self.sessions, self.presence, self.wardrobe, self.settings, self.link, self.kept,
+            self.frames, self.unlock, voice_allowed=options.voice != "off"))
+        self.port = 0  # the channel's, once `listening` is set
+        self.listening = asyncio.Event()
         self._stop = asyncio.Event()
         self._store_error: str = ""
 
-    @property
-    def config(self) -> AppConfig:
-        return self.sessions.config
+    async def _command(self, ws: ServerConnection, command: Command) -> None:
+        await self.commands.handle(ws, command)
 
     # --- lifecycle ------------------------------------------------------------------------
 
+    def stop(self) -> None:
+        self._stop.set()
+
     async def run(self) -> None:
-        port = await self.channel.start(self.launch.port)
+        self.port = port = await self.channel.start(self.launch.port)
         print(f"{PORT_LINE}{port}", flush=True)
         log.info("channel listening on 127.0.0.1:%d", port)
+        self.listening.set()
         if self.atlas.problem:
             log.error("%s", self.atlas.problem)
         else:
             log.info("atlas: %s (%d outfits)", self.atlas.folder, len(self.manifest.outfits))
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self._stop.set)
+            loop.add_signal_handler(sig, self.stop)
         serving = asyncio.create_task(self._serve(), name="serve")
         await self._stop.wait()
         log.info("shutting down")
@@ -103,13 +110,15 @@ class App:
         await self.link.close()
         self.frames.close()
         await self.channel.close()
-        if self.store is not None:
-            self.store.close()
+        self.kept.close()
+        watchdog.cancel()  # shut down in time (the engine runs in-process in tests/engine)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
 
     async def _serve(self) -> None:
         """Open the store (perhaps waiting for the user's passphrase), then run the voice session."""
         await self._open_store()
-        self.devices = await asyncio.to_thread(sound_devices)
+        await self.settings.refresh_devices()
         self.sessions.start(voice_on=self.options.voice != "off")
         if self.channel.clients:  # pages greeted while the store was locked: now the whole picture
             asyncio.create_task(self._greet_again(), name="greet-again")
@@ -117,29 +126,23 @@ class App:
 
     async def _open_store(self) -> None:
         try:
-            self.store = await self.unlock.open()
+            store = await self.unlock.open()
         except StoreError as exc:
-            self._store_error = f"Your conversations and settings can't be saved: {exc}"
+            store, self._store_error = None, f"Your conversations and settings can't be saved: {exc}"
         else:
-            if self.store is None:
+            if store is None:
                 self._store_error = ("Your conversations and settings are not being saved this time: Stella's "
                                      "encrypted store was left locked. Start Stella again to unlock it.")
-        if self.store is None:
+        if store is None:
             log.error("%s", self._store_error)
             return
-        self.conversation.history = StoreHistory(self.store)
-        saved = await asyncio.to_thread(Saved.read, self.store)
-        try:
-            settings = self.settings.updated(saved.settings)
-            if self.options.server:
-                settings = replace(settings, server_url=self.options.server)
-            self.sessions.config, self.settings = settings.apply(self.base_config), settings
-        except ValueError as exc:
-            log.warning("saved settings not used: %s", exc)
-        self.link.pairing = saved.pairing
-        if saved.outfit in self.outfits:
-            self.outfit = saved.outfit
-            self.frames.set_outfit(saved.outfit)
+        saved = await asyncio.to_thread(self.kept.opened, store)
+        self.conversation.remember_in(StoreHistory(store))
+        config = self.settings.restore(saved.settings, self.options.server)
+        if config is not None:
+            self.sessions.reconfigure(config, reload_voice=False)
+        self.link.restore(saved.pairing)
+        self.wardrobe.restore(saved.outfit)
 
     async def _greet_again(self) -> None:
         await self.sessions.ready.wait()
@@ -158,8 +161,8 @@ class App:
         self.presence.observe(frame)
         if isinstance(frame, MouthFrame):  # lip sync on the playback clock (sidecar/voice/playback.py)
             self.frames.set_mouth(frame.level)
-        elif isinstance(frame, OutfitFrame) and frame.id in self.outfits:  # asked for aloud, or tagged in a reply
-            self._wear(frame.id)
+        elif isinstance(frame, OutfitFrame) and frame.id in self.wardrobe:  # asked for aloud, or tagged in a reply
+            self.wardrobe.wear(frame.id)
 
     def _timeline(self, frame: TurnTimelineFrame) -> None:
         """A finished turn's timeline: to the app's log (times only, no words) and the window."""
@@ -170,16 +173,6 @@ class App:
     def _forward(self, frame: Frame) -> None:
         """The event as the headless JSONL log writes it."""
         self.channel.send(event_record(frame))
-
-    def set_outfit(self, outfit: str, source: str) -> None:
-        self.channel.send({"type": "outfit", "id": outfit, "source": source})
-        self._wear(outfit)
-
-    def _wear(self, outfit: str) -> None:
-        self.outfit = outfit
-        self.frames.set_outfit(outfit)
-        if self.store is not None:
-            self.store.set_outfit(outfit)  # one small commit; the UI already shows the outfit
 
     # --- the window's side --------------------------------------------------------------------
 
@@ -200,9 +193,9 @@ class App:
         yield self.unlock.event()
         if not self.sessions.ready.is_set():  # the store waits for the user's passphrase
             return
-        yield self.settings_event()
-        yield history_event(self.store)
-        yield {"type": "outfit", "id": self.outfit, "source": "store"}
+        yield self.settings.event()
+        yield self.kept.history_event()
+        yield self.wardrobe.event()
         yield self.link.event()
         yield self.sessions.voice
         yield {"type": "state", "state": self.presence.state}
@@ -212,10 +205,6 @@ class App:
             yield error_event("atlas_unusable", self.atlas.problem)
         if self.link.refusal is not None:
             yield self.link.refusal
-
-    def settings_event(self, saved: bool = False) -> Event:
-        paired = self.link.credentials(self.config.server_url) is not None
-        return settings_event(self.settings, self.devices, paired, saved)
 
 
 def _hard_exit(why: str) -> None:

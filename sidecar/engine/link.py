@@ -37,6 +37,10 @@ class LinkKeeper:
             return None
         return paired
 
+    def restore(self, pairing: Credentials | None) -> None:
+        """The pairing the store remembers, before the first link is opened."""
+        self.pairing = pairing
+
     def paired(self, creds: Credentials) -> None:
         self.pairing = creds
         self.stale = True

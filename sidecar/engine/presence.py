@@ -38,6 +38,10 @@ class Presence:
         self.state: State = "idle"
         self._expiry: asyncio.TimerHandle | None = None
 
+    def replies_heard(self, spoken: bool) -> None:
+        """Whether the pipeline that serves now speaks its replies (the voice loop) or only shows them."""
+        self.spoken = spoken
+
     def observe(self, frame: Frame) -> None:
         if isinstance(frame, InterruptionFrame):
             self._set("idle" if frame.reason in (CANCELLED, NEW_MESSAGE) else "listening", expires=True)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from sidecar.channel import Event
 from sidecar.config import WAKE_MODELS, AppConfig, VoiceConfig
+from sidecar.engine.stored import EngineStore
 from sidecar.voice.devices import portaudio
 
 log = logging.getLogger(__name__)
@@ -52,6 +55,52 @@ class UserSettings:
 
     def voice_changed(self, other: UserSettings) -> bool:
         return any(getattr(self, f.name) != getattr(other, f.name) for f in fields(self) if f.name != "server_url")
+
+
+class SettingsPanel:
+    """The user's settings over the config file, kept in the store, and the sound devices to pick from.
+
+    `paired(server_url)` says whether this device holds a pairing with that server (the link knows).
+    """
+
+    def __init__(self, base: AppConfig, kept: EngineStore, paired: Callable[[str], bool]) -> None:
+        self.base = base
+        self.kept = kept
+        self.paired = paired
+        self.values = UserSettings.of(base)
+        self.devices: dict[str, list[str]] = {"input": [], "output": []}
+
+    async def refresh_devices(self) -> None:
+        self.devices = await asyncio.to_thread(sound_devices)
+
+    def restore(self, saved: dict[str, Any], server: str | None) -> AppConfig | None:
+        """The config the store's settings give (`server`, given at start, wins); None if they are unusable."""
+        try:
+            values = self.values.updated(saved)
+            if server:
+                values = replace(values, server_url=server)
+            config = values.apply(self.base)
+        except ValueError as exc:
+            log.warning("saved settings not used: %s", exc)
+            return None
+        self.values = values
+        return config
+
+    async def save(self, values: object) -> tuple[AppConfig, bool]:
+        """The config the panel's `values` give, and whether the voice must reload; kept in the store.
+
+        ValueError, in words for the user, when one is not acceptable (nothing is saved then).
+        """
+        if not isinstance(values, dict):
+            raise ValueError("settings come as an object of name: value")
+        settings = self.values.updated(values)
+        config = settings.apply(self.base)
+        await asyncio.to_thread(self.kept.save_settings, asdict(settings))
+        old, self.values = self.values, settings
+        return config, settings.voice_changed(old)
+
+    def event(self, saved: bool = False) -> Event:
+        return settings_event(self.values, self.devices, self.paired(self.values.server_url), saved)
 
 
 def sound_devices() -> dict[str, list[str]]:

@@ -53,12 +53,44 @@ class Saved:
         return cls(settings if isinstance(settings, dict) else {}, pairing, store.outfit())
 
 
-def save_pairing(store: Store, creds: Credentials) -> None:
-    store.set_credentials(DeviceCredentials(creds.gateway_url, creds.device_id, creds.refresh_credential))
+class EngineStore:
+    """The encrypted store as the engine's parts use it, once it is open.
 
+    Until then, and for good when the user goes on without it (or it cannot be opened), there is
+    nothing to keep: every write is dropped and the history is empty.
+    """
 
-def history_event(store: Store | None) -> Event:
-    """The last turns, as the transcript shows them (what the user heard of an interrupted reply)."""
-    turns = [] if store is None else store.history(HISTORY_SHOWN)
-    return {"type": "history", "turns": [{"role": t.role, "text": t.as_heard, "interrupted": t.interrupted}
-                                         for t in turns]}
+    def __init__(self) -> None:
+        self._store: Store | None = None
+
+    @property
+    def is_open(self) -> bool:
+        return self._store is not None
+
+    def opened(self, store: Store) -> Saved:
+        """The store is open: what it remembers."""
+        self._store = store
+        return Saved.read(store)
+
+    def save_settings(self, values: dict[str, Any]) -> None:
+        if self._store is not None:
+            self._store.set_setting("settings", values)
+
+    def save_pairing(self, creds: Credentials) -> None:
+        if self._store is not None:
+            self._store.set_credentials(DeviceCredentials(creds.gateway_url, creds.device_id,
+                                                          creds.refresh_credential))
+
+    def save_outfit(self, outfit: str) -> None:
+        if self._store is not None:
+            self._store.set_outfit(outfit)  # one small commit; the UI already shows the outfit
+
+    def history_event(self) -> Event:
+        """The last turns, as the transcript shows them (what the user heard of an interrupted reply)."""
+        turns = [] if self._store is None else self._store.history(HISTORY_SHOWN)
+        return {"type": "history", "turns": [{"role": t.role, "text": t.as_heard, "interrupted": t.interrupted}
+                                             for t in turns]}
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()

@@ -23,7 +23,7 @@ from sidecar.pipeline import Observer, Pipeline, Source, VoiceError
 from sidecar.voice.capture import DeviceSource
 from sidecar.voice.devices import find_device
 from sidecar.voice.playback import DeviceOutput
-from sidecar.voice_loop import Engines, build, typed
+from sidecar.voice_loop import LoadedModels, build, typed
 
 
 class IdleSource(Source):
@@ -54,25 +54,25 @@ class Sessions:
         self.presence = presence
         self.observers = observers
         self.send = send
-        self.engines: Engines | None = None
+        self.loaded: LoadedModels | None = None
         self.pipeline: Pipeline | None = None
         self.voice: Event = self._voice_event("loading", "Starting…")
         self.ready = asyncio.Event()
         self.serving = asyncio.Event()
         self._reload = asyncio.Event()
-        self._engines_task: asyncio.Task[None] | None = None
+        self._models_task: asyncio.Task[None] | None = None
 
     def start(self, voice_on: bool) -> None:
         if voice_on:
-            self._load_engines()
+            self._load_models()
         else:
             self.set_voice("off", "Voice is switched off: type to Stella.")
 
     def reconfigure(self, config: AppConfig, reload_voice: bool) -> None:
-        """New settings: a new pipeline, and new voice engines when `reload_voice`."""
+        """New settings: a new pipeline, and new voice models when `reload_voice`."""
         self.config = config
         if reload_voice:
-            self._load_engines()
+            self._load_models()
         self.reload()
 
     def reload(self) -> None:
@@ -99,14 +99,16 @@ class Sessions:
                 self.serving.clear()  # new turns wait for the next pipeline: this one is ending
                 if not running.done():
                     await pipeline.queue(EndFrame())  # queued work (a reply being spoken) finishes first
-                    await asyncio.wait_for(asyncio.shield(running), 30)
-                running.result()
+                    # not wait_for: on Python 3.11 it drops a cancellation (the engine's shutdown)
+                    # that comes as the pipeline ends, and the next pipeline would then run on
+                    await asyncio.wait({running}, timeout=30)
+                if running.done():
+                    running.result()
             except VoiceError as exc:
-                self.engines = None
+                self.loaded = None
                 self.set_voice("off", sentence(str(exc)) + " You can still type to Stella.")
-            except TimeoutError:
-                running.cancel()
             finally:
+                running.cancel()  # still running: it did not end in time, or the engine is shutting down
                 reload.cancel()
                 self.serving.clear()
                 self.pipeline = None
@@ -117,28 +119,28 @@ class Sessions:
         link = self.link.link
         assert link is not None
         voice = self.config.voice
-        if self.engines is not None:
+        if self.loaded is not None:
             source = DeviceSource(voice.input_device, voice.block_ms)
             output = DeviceOutput(voice.output_device, voice.output_rate, voice.block_ms)
-            self.presence.spoken = True
-            return build(self.config, self.engines, source, output, link, Clock(), self.observers(),
+            self.presence.replies_heard(True)
+            return build(self.config, self.loaded, source, output, link, Clock(), self.observers(),
                          self.conversation, self.conversation.outfits)
-        self.presence.spoken = False
+        self.presence.replies_heard(False)
         return typed(self.config, IdleSource(), link, self.conversation, Clock(), self.observers())
 
-    def _load_engines(self) -> None:
+    def _load_models(self) -> None:
         """Load the voice models in the background; the typed-turns pipeline serves meanwhile."""
-        if self._engines_task is not None:
-            self._engines_task.cancel()
-        self.engines = None
+        if self._models_task is not None:
+            self._models_task.cancel()
+        self.loaded = None
         self.set_voice("loading", "Getting Stella's voice and ears ready…")
-        self._engines_task = asyncio.create_task(self._engines_for(self.config), name="load-engines")
+        self._models_task = asyncio.create_task(self._models_for(self.config), name="load-models")
 
-    async def _engines_for(self, config: AppConfig) -> None:
+    async def _models_for(self, config: AppConfig) -> None:
         try:
             await asyncio.to_thread(find_device, config.voice.input_device, "input")
             await asyncio.to_thread(find_device, config.voice.output_device, "output")
-            self.engines = await asyncio.to_thread(Engines.load, config.voice)
+            self.loaded = await asyncio.to_thread(LoadedModels.load, config.voice)
         except (VoiceError, ModelError, OSError, ValueError) as exc:
             self.set_voice("off", sentence(str(exc)) + " You can still type to Stella.")
             return

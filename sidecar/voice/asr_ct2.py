@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from remote_api.shared.models.whisper_ggml import _byte_decoder, _read_vocabulary
+from remote_api.shared.models.whisper_ggml import byte_decoder, read_vocabulary
 from sidecar.voice.asr import LEAD_IN, clean
 from sidecar.voice.audio import RATE
 from sidecar.voice.logmel import log_mel
@@ -50,7 +50,7 @@ class BPE:
         self.ids: dict[str, int] = model["vocab"]
         merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
         self.ranks = {pair: i for i, pair in enumerate(merges)}
-        self.byte_chars = {b: c for c, b in _byte_decoder().items()}
+        self.byte_chars = {b: c for c, b in byte_decoder().items()}
         self._known: dict[str, tuple[int, ...]] = {}  # the prompt is the same every time
 
     def encode(self, text: str) -> tuple[int, ...]:
@@ -100,8 +100,8 @@ class CT2Transcriber:
         self._ct2 = ctranslate2
         self._model = ctranslate2.models.Whisper(str(folder), device="cpu", compute_type=compute_type,
                                                  intra_threads=threads, inter_threads=1)
-        self._vocab = _read_vocabulary(folder)
-        self._bytes = _byte_decoder()
+        self._vocab = read_vocabulary(folder)
+        self._bytes = byte_decoder()
         self._bpe = BPE(folder)
         special = {t: i for i, t in enumerate(self._vocab) if t.startswith("<|")}
         self._start = [special["<|startoftranscript|>"]]  # with timestamps: the repetition guard reads them

@@ -36,7 +36,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -46,13 +45,13 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 
 from sidecar.events import DEVICE_STAGES, STAGES  # noqa: E402
-from sidecar.voice.audio import RATE, resample, to_int16  # noqa: E402
+from sidecar.voice.audio import RATE  # noqa: E402
 from tests import services  # noqa: E402
 from tests.desktop import screen  # noqa: E402
 from tests.desktop.processes import descendants  # noqa: E402
+from tests.sound import PULSE_RATE, Recorder, play  # noqa: E402
 from tests.voice.speech import Piper, concat, espeak, silence  # noqa: E402
 
-PULSE_RATE = 48000
 RESULTS = REPO / "tests" / "bench" / "results" / "app_latency.md"
 # Held out: voices and questions no test uses ("What is your name?" / piper's plain voice at
 # normal speed are the end-to-end test's, and were the only ones looked at while tuning).
@@ -65,32 +64,6 @@ VOICES = {
 QUESTIONS = ["Do you like rainy days?", "What should I cook tonight?", "Tell me something about the moon.",
              "How do you feel today?"]
 LOUD = 0.02
-
-
-class Recorder:
-    """One parec of a 2-channel monitor: left = microphone, right = speaker, on one sample clock."""
-
-    def __init__(self, env: dict[str, str], source: str) -> None:
-        self.proc = subprocess.Popen(["parec", f"--device={source}", "--format=s16le", f"--rate={PULSE_RATE}",
-                                      "--channels=2", "--latency-msec=20"], env=env, stdout=subprocess.PIPE)
-        self.chunks: list[bytes] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        while chunk := self.proc.stdout.read(PULSE_RATE // 50 * 4):
-            self.chunks.append(chunk)
-
-    @property
-    def samples(self) -> int:
-        return sum(len(c) for c in self.chunks) // 4
-
-    def audio(self) -> np.ndarray:
-        return np.frombuffer(b"".join(self.chunks), "<i2").reshape(-1, 2).astype(np.float32) / 32768.0
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(10)
 
 
 def pactl(env: dict[str, str], *args: str) -> str:
@@ -107,11 +80,6 @@ def one_clock(env: dict[str, str], pulse: services.PulseAudio) -> None:
         pactl(env, "load-module", "module-loopback", f"source={source}.monitor", f"sink=rec_{side}",
               "latency_msec=20", "source_dont_move=true", "sink_dont_move=true")
     pactl(env, "load-module", "module-combine-sink", "sink_name=stella_both", f"slaves={pulse.mic},{pulse.speaker}")
-
-
-def play(env: dict[str, str], sink: str, audio: np.ndarray) -> None:
-    subprocess.run(["pacat", f"--device={sink}", "--format=s16le", f"--rate={PULSE_RATE}", "--channels=1"],
-                   input=to_int16(resample(audio, RATE, PULSE_RATE)).tobytes(), env=env, check=True, timeout=120)
 
 
 def first_loud(x: np.ndarray, start: int = 0) -> int | None:
@@ -179,7 +147,7 @@ def main() -> int:
         xvfb = stack.enter_context(services.Xvfb())
         sound = {**os.environ, **pulse.env, "HOME": os.environ["HOME"]}
         one_clock(sound, pulse)
-        rec = Recorder(sound, "stella_rec.monitor")
+        rec = Recorder(sound, "stella_rec.monitor", channels=2)
         stack.callback(rec.stop)
         state = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="stella-bench-")))
         env = {**os.environ, **keyring.env, "PULSE_SERVER": pulse.env["PULSE_SERVER"],

@@ -25,8 +25,7 @@ import numpy as np  # noqa: E402
 from remote_api.shared.models.provision import Models  # noqa: E402
 from sidecar.voice.asr import Transcriber  # noqa: E402
 from sidecar.voice.asr_ct2 import CT2Transcriber  # noqa: E402
-from tests.bench.turn_end import voices  # noqa: E402
-from tests.voice.speech import concat, silence, word_errors, words  # noqa: E402
+from tests.voice.speech import concat, silence, voices, word_errors, words  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "asr_engines.md"
 TUNING = ["What is the capital of France?", "Can you tell me a joke?", "What should I cook for dinner?",

@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from sidecar.config import AppConfig, VoiceConfig
-from sidecar.voice_loop import Engines
+from sidecar.voice_loop import LoadedModels
 from tests.voice.simulate import HELD_OUT, TUNING, Clip, in_silence, simulate
 from tests.voice.speech import Piper, word_errors, words
 
@@ -56,7 +56,7 @@ def main() -> None:
     args = p.parse_args()
     clips = HELD_OUT if args.clips == "held-out" else TUNING
     began, load = time.monotonic(), os.getloadavg()
-    engines = Engines.load(VoiceConfig())
+    engines = LoadedModels.load(VoiceConfig())
     piper = Piper()
     reference = in_silence(engines, piper, clips)
     right = sum(len(words(c.text)) - word_errors(c.text, reference[c]) for c in clips) / sum(

@@ -34,8 +34,8 @@ from remote_api.link_config import LinkConfig  # noqa: E402
 from remote_api.upstream import Upstream  # noqa: E402
 from remote_api.upstream_types import ChatRequest, Finished, TokenDelta  # noqa: E402
 from tests import services  # noqa: E402
-from tests.link.harness import GatewayThread, collect  # noqa: E402
-from tests.link.proxy import TcpProxy  # noqa: E402
+from tests.remote_api.harness import GatewayThread, collect  # noqa: E402
+from tests.remote_api.proxy import TcpProxy  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "link.md"
 PROMPT = [{"role": "user", "content": "Write a long story about a dragon who learns to sing."}]

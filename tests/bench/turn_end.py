@@ -36,7 +36,7 @@ from sidecar.voice.audio import RATE  # noqa: E402
 from sidecar.voice.turn_end import SmartTurn  # noqa: E402
 from sidecar.voice.vad import Endpointer, SileroVad  # noqa: E402
 from tests.voice.harness import run  # noqa: E402
-from tests.voice.speech import Piper, concat, espeak, silence  # noqa: E402
+from tests.voice.speech import concat, silence, voices  # noqa: E402
 from tests.voice.test_turn_end import frames  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "turn_end.md"
@@ -61,18 +61,6 @@ HELD_OUT = Texts(
             ("The thing I keep forgetting is", "where I put my keys."), ("What I really wanted was", "a cup of tea.")),
 )
 PAUSES_S = (0.5, 0.8)  # mid-thought pauses: both longer than the fixed hang-over
-
-
-def voices():
-    piper = Piper()
-    return {
-        "piper joe": lambda t: piper(t),
-        "piper joe slow": lambda t: piper(t, length_scale=1.25),
-        "espeak en-us": lambda t: espeak(t),
-        "espeak en-gb": lambda t: espeak(t, voice="en-gb", speed=150, pitch=40),
-        "espeak f3": lambda t: espeak(t, voice="en-us+f3", speed=175, pitch=65),
-        "espeak scotland": lambda t: espeak(t, voice="en-gb-scotland", speed=145),
-    }
 
 
 LEAD, TAIL = 0.5, 2.0

@@ -61,10 +61,9 @@ from sidecar.voice.audio import RATE, to_int16  # noqa: E402
 from sidecar.voice.playback import FileOutput  # noqa: E402
 from sidecar.voice.vad import Segmenter  # noqa: E402
 from sidecar.voice.wake import NameMatcher  # noqa: E402
-from sidecar.voice_loop import Engines, build  # noqa: E402
+from sidecar.voice_loop import LoadedModels, build  # noqa: E402
 from tests import services  # noqa: E402
-from tests.bench.turn_end import voices  # noqa: E402
-from tests.voice.speech import heard_fraction  # noqa: E402
+from tests.voice.speech import heard_fraction, voices  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "voice.md"
 QUESTIONS = [
@@ -137,7 +136,7 @@ def pct(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-async def session(config: AppConfig, engines: Engines, clips: list[np.ndarray], workdir: Path):
+async def session(config: AppConfig, engines: LoadedModels, clips: list[np.ndarray], workdir: Path):
     mic = ConversationMic(clips, config.voice.block_ms)
     timelines: list[TurnTimelineFrame] = []
     transcripts: list[TranscriptFrame] = []
@@ -169,7 +168,7 @@ def whisper_threads(config: VoiceConfig, clip: np.ndarray, runs: int = 5) -> dic
     """Median whisper time for one question with 1 and 2 threads (what asr_threads trades)."""
     out = {}
     for threads in (1, 2):
-        transcriber = Engines.load(replace(config, asr_threads=threads, endpoint="silence"), Models()).transcriber
+        transcriber = LoadedModels.load(replace(config, asr_threads=threads, endpoint="silence"), Models()).transcriber
         times = []
         for _ in range(runs):
             began = time.perf_counter()
@@ -258,7 +257,7 @@ def main() -> None:
         voice = VoiceConfig(wake_engine=args.wake, wake_model="hey_jarvis", asr_threads=args.asr_threads,
                             asr_engine=args.asr_engine, endpoint=args.endpoint)
         config = replace(AppConfig(server_url=url), voice=voice)
-        engines = Engines.load(voice)
+        engines = LoadedModels.load(voice)
         wake_words = "Hey Stella" if args.wake == "phrase" else "Hey Jarvis"
         speakers = voices()
         names = list(speakers)

@@ -39,7 +39,7 @@ from sidecar.frames import Frame, WakeFrame  # noqa: E402
 from sidecar.pipeline import Direction, Pipeline, Processor  # noqa: E402
 from sidecar.voice.audio import RATE  # noqa: E402
 from sidecar.voice.capture import FileSource  # noqa: E402
-from sidecar.voice_loop import Engines, listening  # noqa: E402
+from sidecar.voice_loop import LoadedModels, listening  # noqa: E402
 from tests.voice.speech import CACHE, Piper, concat, espeak, noise, save, silence  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "wake.md"
@@ -141,7 +141,7 @@ class Wakes(Processor):
         await self.push(frame, direction)
 
 
-def front_end(engines: Engines, config: VoiceConfig, wav: Path) -> list[WakeFrame]:
+def front_end(engines: LoadedModels, config: VoiceConfig, wav: Path) -> list[WakeFrame]:
     """The real front end over one stream; every wake event it produced."""
     wakes = Wakes()
     source = FileSource(wav, config.block_ms, fast=True)
@@ -169,7 +169,7 @@ def main() -> None:
         "phrase": ("Hey Stella", VoiceConfig(wake_engine="phrase", wake_phrase="hey stella")),
     }
     others = make_set(f"other-x{OTHER_VOICES}", other_speech(), OTHER_VOICES, piper)
-    engines = Engines.load(engines_config["openwakeword"][1])
+    engines = LoadedModels.load(engines_config["openwakeword"][1])
     rows, misses, accepts = [], [], []
     for engine, (wake, config) in engines_config.items():
         wakes = make_set(f"wake-{engine}", [wake + tail for tail in WAKE_TAILS], None, piper)

@@ -1,6 +1,6 @@
 """A hostile network between the engine and the gateway, driven from synchronous tests.
 
-`tests/link/proxy.py`'s TcpProxy (refuse WebSocket upgrades, cut connections) plus one more
+`tests/remote_api/proxy.py`'s TcpProxy (refuse WebSocket upgrades, cut connections) plus one more
 fault: the server unreachable (every new connection reset). It runs on its own event loop
 thread, because Playwright's sync API owns the test's thread.
 """
@@ -12,7 +12,7 @@ import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
-from tests.link.proxy import TcpProxy
+from tests.remote_api.proxy import TcpProxy
 
 T = TypeVar("T")
 

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import threading
 import time
 from pathlib import Path
 
@@ -21,18 +19,17 @@ from PIL import Image
 
 from remote_api.shared.models.provision import Models
 from sidecar.voice.asr import Transcriber
-from sidecar.voice.audio import RATE, resample, to_int16
+from sidecar.voice.audio import RATE, resample
 from tests import services
 from tests.desktop import screen
 from tests.desktop.app_window import stella
 from tests.desktop.gateway import Gateway
 from tests.desktop.polling import wait_for
+from tests.sound import PULSE_RATE, Recorder, play
 from tests.voice.speech import Piper, concat, heard_fraction, silence
 
 pytestmark = [pytest.mark.llama, pytest.mark.keyring, pytest.mark.display, pytest.mark.audio]
 
-PULSE_RATE = 48000
-BLOCK = PULSE_RATE // 100 * 2  # 10 ms of s16 mono
 QUESTION = "What is your name?"
 LISTENING = "document.getElementById('wake').dataset.voice === 'ready'"
 WATCH = """(() => {
@@ -50,34 +47,6 @@ REPLY = """(() => {
 ASKED = "[...document.querySelectorAll('.bubble.user')].at(-1)?.textContent"
 
 
-class SpeakerRecorder:
-    """parec on the speaker's monitor; every 10 ms block stamped with the time it arrived."""
-
-    def __init__(self, env: dict[str, str], source: str) -> None:
-        self.proc = subprocess.Popen(["parec", f"--device={source}", "--format=s16le", f"--rate={PULSE_RATE}",
-                                      "--channels=1", "--latency-msec=10"], env=env, stdout=subprocess.PIPE)
-        self.blocks: list[tuple[float, bytes]] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        while block := self.proc.stdout.read(BLOCK):
-            self.blocks.append((time.monotonic(), block))
-
-    def first_sound_after(self, t0: float, level: float = 0.02) -> float | None:
-        for t, block in list(self.blocks):
-            if t > t0 and np.abs(np.frombuffer(block, "<i2")).max() > level * 32768:
-                return t
-        return None
-
-    def stop(self) -> np.ndarray:
-        self.proc.terminate()
-        self.proc.wait(10)
-        self._reader.join(10)
-        return np.frombuffer(b"".join(b for _, b in self.blocks), "<i2").astype(np.float32) / 32768.0
-
-
 def changed_share(before: np.ndarray, after: np.ndarray) -> float:
     """The share of pixels that visibly changed."""
     return float((np.abs(after.astype(np.int16) - before.astype(np.int16)).max(axis=2) > 40).mean())
@@ -92,7 +61,7 @@ def test_a_spoken_question_is_answered_aloud_and_shown_in_the_window(
            "STELLA_CHAT__MAX_TOKENS": "24"}
     piper = Piper()
     speech = concat(silence(0.5), piper("Hey Jarvis."), silence(0.3), piper(QUESTION))
-    speaker = SpeakerRecorder({**engine_env, **sound}, f"{pulseaudio.speaker}.monitor")
+    speaker = Recorder({**engine_env, **sound}, f"{pulseaudio.speaker}.monitor", latency_ms=10)
     try:
         with stella(xvfb.display, gateway.url, tmp_path / "stella.db", env, voice="auto") as window:
             window.page.wait(LISTENING, 180)  # the models loaded and the microphone delivers
@@ -100,9 +69,7 @@ def test_a_spoken_question_is_answered_aloud_and_shown_in_the_window(
             window.page.eval(WATCH)
             before = window.look("#transcript")
 
-            subprocess.run(["pacat", f"--device={pulseaudio.mic}", "--format=s16le", f"--rate={PULSE_RATE}",
-                            "--channels=1"], input=to_int16(resample(speech, RATE, PULSE_RATE)).tobytes(),
-                           env={**engine_env, **sound}, check=True, timeout=60)
+            play({**engine_env, **sound}, pulseaudio.mic, speech, timeout=60)
             asked_at = time.monotonic()  # pacat returns once the sink has played it all
             reply = window.page.wait(REPLY, 120)
             voice_at = speaker.first_sound_after(asked_at)

@@ -13,7 +13,7 @@ import pytest
 
 from remote_api.shared.processes import free_port, running
 from sidecar.config import VoiceConfig
-from sidecar.voice_loop import Engines
+from sidecar.voice_loop import LoadedModels
 
 from .speech import Piper
 
@@ -39,9 +39,9 @@ def gateway(llama_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 
 @pytest.fixture(scope="session")
-def engines() -> Engines:
+def engines() -> LoadedModels:
     """Every model loaded once (hey_jarvis for the acoustic wake word)."""
-    return Engines.load(VoiceConfig(wake_engine="openwakeword", wake_model="hey_jarvis"))
+    return LoadedModels.load(VoiceConfig(wake_engine="openwakeword", wake_model="hey_jarvis"))
 
 
 @pytest.fixture(scope="session")

@@ -34,7 +34,7 @@ from sidecar.voice.audio import RATE
 from sidecar.voice.capture import FileSource
 from sidecar.voice.playback import FileOutput
 from sidecar.voice.simulated_echo import EchoPath
-from sidecar.voice_loop import Engines, build
+from sidecar.voice_loop import LoadedModels, build
 
 from .harness import ScriptedLink
 from .speech import espeak, load, noise, save
@@ -73,7 +73,7 @@ def speak(piper, clip: Clip, level: float = 0.5) -> np.ndarray:  # noqa: ANN001
     return piper(clip.text, level=level) if clip.voice == "piper" else espeak(clip.text, voice=clip.voice, level=level)
 
 
-def in_silence(engines: Engines, piper, clips: list[Clip]) -> dict[Clip, str]:  # noqa: ANN001
+def in_silence(engines: LoadedModels, piper, clips: list[Clip]) -> dict[Clip, str]:  # noqa: ANN001
     """Each clip transcribed alone, over the same quiet room noise as the conversation."""
     heard = {}
     for clip in clips:
@@ -120,7 +120,7 @@ def playback_stop(out: np.ndarray, after: float, quiet_s: float = 0.3) -> float:
     return len(out) / RATE
 
 
-def simulate(config: AppConfig, engines: Engines, piper, folder: Path, *, replies: int, talk_every: int,
+def simulate(config: AppConfig, engines: LoadedModels, piper, folder: Path, *, replies: int, talk_every: int,
              echo: tuple[float, float, float], clips: list[Clip] = TUNING, user_level: float = 0.5) -> Outcome:
     """Run the conversation; `echo` = (delay ms, gain dB, RT60 ms) of the speaker -> microphone room."""
     outcome = Outcome()

@@ -7,7 +7,7 @@ wake-word benchmark) go to a cache dir outside the repo.
 from __future__ import annotations
 
 import os
-import re
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +16,7 @@ import platformdirs
 from remote_api.shared.models.provision import Models
 from sidecar.voice.audio import RATE, read_wav, resample, write_wav
 from sidecar.voice.tts import EspeakSynth
-from sidecar.voice.wake import edit_distance
+from sidecar.voice.wake import edit_distance, words
 
 CACHE = Path(os.environ.get("STELLA_TEST_AUDIO") or Path(platformdirs.user_cache_dir("stella")) / "test-audio")
 
@@ -43,6 +43,19 @@ def espeak(text: str, *, voice: str = "en-us", speed: int = 160, pitch: int = 50
     samples, rate = EspeakSynth(voice, speed, pitch)(text)
     peak = float(np.max(np.abs(samples))) or 1.0
     return trim(resample(samples, rate, RATE)) / peak * level
+
+
+def voices() -> dict[str, Callable[[str], np.ndarray]]:
+    """Six voices for the benchmarks (piper at two speeds, four espeak-ng voices), by name."""
+    piper = Piper()
+    return {
+        "piper joe": lambda t: piper(t),
+        "piper joe slow": lambda t: piper(t, length_scale=1.25),
+        "espeak en-us": lambda t: espeak(t),
+        "espeak en-gb": lambda t: espeak(t, voice="en-gb", speed=150, pitch=40),
+        "espeak f3": lambda t: espeak(t, voice="en-us+f3", speed=175, pitch=65),
+        "espeak scotland": lambda t: espeak(t, voice="en-gb-scotland", speed=145),
+    }
 
 
 def trim(audio: np.ndarray, floor: float = 0.01) -> np.ndarray:
@@ -75,10 +88,6 @@ def save(path: Path, audio: np.ndarray) -> Path:
 def load(path: Path) -> np.ndarray:
     audio, rate = read_wav(path)
     return resample(audio, rate, RATE)
-
-
-def words(text: str) -> list[str]:
-    return re.findall(r"[a-z0-9']+", text.lower())
 
 
 def heard_fraction(expected: str, heard: str) -> float:

@@ -120,7 +120,7 @@ def session(gateway, llama_server, engines, piper, tmp_path_factory) -> Session:
             mic.append(source.audio)
 
     with SlotWatch(llama_server.url, llama_server.headers) as slots:
-        asyncio.run(asyncio.wait_for(run(config, options, engines=engines, conversation=conversation,
+        asyncio.run(asyncio.wait_for(run(config, options, loaded=engines, conversation=conversation,
                                          observers=[observe]), 180))
     assert "barge_in" in marks, "the user's speech over the reply did not interrupt it"
     save(tmp / "in.wav", mic[0])  # as the microphone heard it (without the echo): out.wav's timeline

@@ -12,40 +12,19 @@ import json
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from sidecar.voice.audio import RATE, resample, to_int16
+from sidecar.voice.audio import RATE, resample
+from tests.sound import PULSE_RATE, Recorder, play
 
 from .conftest import ROOT
 from .speech import concat, heard_fraction, silence
 
 pytestmark = [pytest.mark.audio, pytest.mark.llama]
-
-PULSE_RATE = 48000
-
-
-class Recorder:
-    """parec on a monitor source, collected in a thread."""
-
-    def __init__(self, env: dict[str, str], source: str) -> None:
-        self.proc = subprocess.Popen(["parec", f"--device={source}", "--format=s16le", f"--rate={PULSE_RATE}",
-                                      "--channels=1", "--latency-msec=20"], env=env, stdout=subprocess.PIPE)
-        self.chunks: list[bytes] = []
-        self._reader = threading.Thread(target=lambda: self.chunks.extend(iter(lambda: self.proc.stdout.read(4800),
-                                                                               b"")))
-        self._reader.start()
-
-    def stop(self) -> np.ndarray:
-        self.proc.terminate()
-        self.proc.wait(10)
-        self._reader.join(10)
-        return np.frombuffer(b"".join(self.chunks), "<i2").astype(np.float32) / 32768.0
-
 
 def wait_for_event(log: Path, kind: str, proc: subprocess.Popen, timeout: float) -> dict:
     deadline = time.monotonic() + timeout
@@ -82,9 +61,7 @@ def test_a_spoken_question_is_answered_through_real_devices(pulseaudio, env, gat
         wait_for_event(log, "input_start", proc, 60)  # the monitor delivers 1-2 s after the stream starts
         question = "What is the capital of France?"
         wav = concat(silence(0.5), piper("Hey Jarvis."), silence(0.2), piper(question), silence(0.5))
-        subprocess.run(["pacat", f"--device={pulseaudio.mic}", "--format=s16le", f"--rate={PULSE_RATE}",
-                        "--channels=1"], input=to_int16(resample(wav, RATE, PULSE_RATE)).tobytes(), env=env,
-                       check=True, timeout=30)
+        play(env, pulseaudio.mic, wav, timeout=30)
         wait_for_event(log, "turn", proc, 90)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(30) == 0, proc.stderr.read()[-3000:]

@@ -52,7 +52,7 @@ def heard_in(out: np.ndarray, engines, start: float, end: float) -> str:
 
 
 def run_inprocess(config: AppConfig, options: Options, engines) -> list[dict]:
-    asyncio.run(asyncio.wait_for(run(config, options, engines=engines), 120))
+    asyncio.run(asyncio.wait_for(run(config, options, loaded=engines), 120))
     return read_events(options.events)
 
 

@@ -240,7 +240,7 @@ def test_without_the_new_models_the_loop_falls_back_and_says_how_to_get_them(tmp
     from remote_api.shared.models.catalogue import find
     from remote_api.shared.models.provision import Models
     from sidecar.voice.asr import Transcriber
-    from sidecar.voice_loop import Engines, listening
+    from sidecar.voice_loop import LoadedModels, listening
 
     real = Models()
     for name in ("whisper-tiny.en", "piper-joe"):
@@ -249,7 +249,7 @@ def test_without_the_new_models_the_loop_falls_back_and_says_how_to_get_them(tmp
             (tmp_path / name / f.name).symlink_to(f)
     config = VoiceConfig(wake_engine="phrase", endpoint="smart_turn", asr_engine="ctranslate2")
     with caplog.at_level("WARNING"):
-        engines = Engines.load(config, Models(tmp_path))
+        engines = LoadedModels.load(config, Models(tmp_path))
     assert isinstance(engines.transcriber, Transcriber) and engines.turn is None
     assert "stella models install whisper-tiny.en-ct2" in caplog.text
     assert "stella models install smart-turn" in caplog.text

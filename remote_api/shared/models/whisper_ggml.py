@@ -214,7 +214,7 @@ def mel_filters(n_mels: int = 80, sr: int = SAMPLE_RATE, n_fft: int = N_FFT) -> 
     return weights
 
 
-def _byte_decoder() -> dict[str, int]:
+def byte_decoder() -> dict[str, int]:
     """Inverse of GPT-2's bytes_to_unicode: printable bytes map to themselves, the rest to 256+."""
     printable = [*range(ord("!"), ord("~") + 1), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
     table = {chr(b): b for b in printable}
@@ -226,7 +226,7 @@ def _byte_decoder() -> dict[str, int]:
     return table
 
 
-def _read_vocabulary(ct2_dir: Path) -> list[str]:
+def read_vocabulary(ct2_dir: Path) -> list[str]:
     """Token strings in id order, from vocabulary.txt (one per line) or vocabulary.json."""
     txt, js = ct2_dir / "vocabulary.txt", ct2_dir / "vocabulary.json"
     if txt.is_file():
@@ -249,7 +249,7 @@ def _vocab_bytes(tokens: list[str], n_vocab: int, source: Path) -> list[bytes]:
     """The text tokens whisper.cpp expects, decoded from byte-level BPE strings to raw bytes."""
     if len(tokens) != n_vocab:
         raise ConversionError(f"{source}: vocabulary has {len(tokens)} tokens but the model embeds {n_vocab}")
-    decoder = _byte_decoder()
+    decoder = byte_decoder()
     out = []
     for i, tok in enumerate(tokens[:_N_TEXT_TOKENS]):
         try:
@@ -488,7 +488,7 @@ def convert_ct2_to_ggml(ct2_dir: Path, out_path: Path) -> Path:
             raise ConversionError(
                 f"{model_bin}: unexpected shape {tensors[name].shape} for {name}, expected {shape}"
             )
-    vocab = _vocab_bytes(_read_vocabulary(ct2_dir), hp.n_vocab, ct2_dir)
+    vocab = _vocab_bytes(read_vocabulary(ct2_dir), hp.n_vocab, ct2_dir)
     ordered = {name: tensors[name] for name in expected_shapes(hp)}
 
     out_path.parent.mkdir(parents=True, exist_ok=True)

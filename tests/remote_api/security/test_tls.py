@@ -23,7 +23,7 @@ from remote_api.config import TlsSection
 from remote_api.credentials import TokenSource
 from remote_api.shared.processes import free_port, running
 from remote_api.tls import client_context
-from tests.link.harness import FAST, collect
+from tests.remote_api.harness import FAST, collect
 
 from .conftest import HI, expected
 

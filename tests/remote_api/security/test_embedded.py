@@ -16,7 +16,7 @@ from remote_api.client import Done, LinkClient
 from remote_api.credentials import local_credentials_path
 from remote_api.seal import SealCodec
 from remote_api.shared.processes import free_port, running
-from tests.link.harness import FAST, collect
+from tests.remote_api.harness import FAST, collect
 
 from .conftest import HI, expected
 

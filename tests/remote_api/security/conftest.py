@@ -21,11 +21,8 @@ from remote_api.gateway_setup import build_app
 from remote_api.link_config import LinkConfig
 from remote_api.pairing import issue_code
 from remote_api.state import LocalState
-from tests.fakes import fixtures
 from tests.fakes.llama_server import FakeLlamaServer, token_text
-from tests.link.harness import FAST, GatewayThread
-
-fake_llama, fake_upstream = fixtures.fake_llama, fixtures.fake_upstream  # shared with tests/link
+from tests.remote_api.harness import FAST, GatewayThread
 
 HI = [{"role": "user", "content": "Say something."}]
 

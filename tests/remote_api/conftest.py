@@ -11,7 +11,7 @@ from tests.fakes.llama_server import FakeLlamaServer
 
 from .harness import GatewayThread
 
-fake_llama, fake_upstream = fixtures.fake_llama, fixtures.fake_upstream  # shared with tests/security
+fake_llama, fake_upstream = fixtures.fake_llama, fixtures.fake_upstream  # shared with tests/remote_api/security
 
 
 @pytest.fixture(scope="module")

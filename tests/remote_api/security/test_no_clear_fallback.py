@@ -15,7 +15,7 @@ import pytest
 
 from remote_api.client import LinkClient, LinkRefused
 from remote_api.credentials import local_credentials_path
-from tests.link.harness import FAST, GatewayThread
+from tests.remote_api.harness import FAST, GatewayThread
 
 from .conftest import HI
 

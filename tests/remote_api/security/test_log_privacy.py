@@ -21,7 +21,7 @@ from remote_api.shared.processes import free_port, running
 from tests.voice.speech import Piper, concat, heard_fraction, save, silence
 
 pytestmark = pytest.mark.llama
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 QUESTION = "What is the capital of France?"
 
 

@@ -35,8 +35,8 @@ from remote_api.seal import SealCodec
 from remote_api.shared.config_loader import load_config
 from remote_api.shared.processes import free_port, running
 from tests.fakes.llama_server import FakeLlamaServer
-from tests.link import test_protocol as sans_io
-from tests.link.harness import FAST, collect
+from tests.remote_api import test_protocol as sans_io
+from tests.remote_api.harness import FAST, collect
 
 from .conftest import HI, SecureGateway, expected
 

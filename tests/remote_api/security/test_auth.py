@@ -26,7 +26,7 @@ from remote_api.credentials import Credentials, CredentialsRejected, TokenSource
 from remote_api.envelope import Envelope, Type, decode, encode
 from remote_api.pairing import FINGERPRINT_HEADER, fingerprint_hash, issue_code
 from remote_api.tokens import ISSUER
-from tests.link.harness import collect
+from tests.remote_api.harness import collect
 
 from .conftest import HI, SecureGateway, expected, start_secure
 

@@ -25,8 +25,8 @@ from remote_api.client import Done, Error, LinkClient
 from remote_api.credentials import Credentials, CredentialsRejected, TokenSource, pair
 from remote_api.shared.processes import free_port, running
 from remote_api.state_key import new_key_line
-from tests.link.harness import FAST, collect
-from tests.link.proxy import TcpProxy
+from tests.remote_api.harness import FAST, collect
+from tests.remote_api.proxy import TcpProxy
 
 from .conftest import HI, expected
 

@@ -25,7 +25,7 @@ from remote_api.pairing import fingerprint_hash, proof_hash, refresh_proof
 from remote_api.seal import b64e
 from remote_api.state_key import StateKeyError, StateKeys, new_key_line
 from tests import services
-from tests.link.harness import FAST, collect
+from tests.remote_api.harness import FAST, collect
 
 from .test_failover import BIN, Replicas, start_replicas
 

@@ -27,8 +27,8 @@ from remote_api.ratelimit import FailureLimiter
 from remote_api.seal import SealCodec
 from remote_api.state import LocalState
 from remote_api.tokens import TokenIssuer
-from tests.link.clock import FakeClock
-from tests.link.harness import collect
+from tests.remote_api.clock import FakeClock
+from tests.remote_api.harness import collect
 
 from .conftest import HI, SecureGateway, expected, start_secure
 

@@ -17,8 +17,8 @@ from remote_api.credentials import Credentials, TokenSource
 from remote_api.envelope import Envelope, Type, decode, encode, header_ad
 from remote_api.protocol import Role
 from remote_api.seal import SealCodec, b64d, b64e
-from tests.link.harness import FAST, collect
-from tests.link.proxy import TcpProxy
+from tests.remote_api.harness import FAST, collect
+from tests.remote_api.proxy import TcpProxy
 
 from .conftest import expected
 

@@ -11,7 +11,7 @@ from remote_api.envelope import Envelope, ProtocolError, Type, decode, encode, h
 from remote_api.link_config import LinkConfig
 from remote_api.protocol import Connected, LinkProtocol, Message, PlainCodec, Role
 from remote_api.seal import KEPT_EPOCHS, KeyShare, SealCodec, b64d, b64e, derive_keys, nonce
-from tests.link.clock import FakeClock
+from tests.remote_api.clock import FakeClock
 
 CFG = LinkConfig(heartbeat_interval=1.0, heartbeat_timeout=0.5, retransmit_timeout=0.4, ack_delay=0.05,
                  handshake_timeout=2.0)

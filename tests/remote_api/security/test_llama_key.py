@@ -18,7 +18,7 @@ import pytest
 
 from remote_api.client import Done, Error, LinkClient
 from remote_api.shared.processes import free_port, running
-from tests.link.harness import FAST, GatewayThread, collect
+from tests.remote_api.harness import FAST, GatewayThread, collect
 
 pytestmark = pytest.mark.llama
 BIN = Path(sys.executable).parent

@@ -29,7 +29,7 @@ from remote_api.seal import SealCodec
 from remote_api.shared.config_loader import ConfigError, load_config
 from remote_api.state import LocalState
 from remote_api.tokens import TokenIssuer
-from tests.link.harness import collect
+from tests.remote_api.harness import collect
 
 from .conftest import HI, expected
 

@@ -1,0 +1,146 @@
+"""The window's commands against the engine core in this process (sidecar/engine/): what the user
+sees answered, what is kept in the store across a restart, and that a bad command harms nothing."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from sidecar.engine.commands import MAX_TEXT_CHARS
+from tests.engine.conftest import Home, running
+
+pytestmark = pytest.mark.keyring
+
+
+def test_a_page_is_greeted_with_where_things_stand(home: Home) -> None:
+    async def scenario() -> None:
+        async with running(home) as engine, engine.window() as page:
+            kinds = [e["type"] for e in page.greeting]
+            assert kinds[0] == "hello" and kinds[-1] == "state"
+            assert {"store", "settings", "history", "outfit", "link", "voice"} <= set(kinds)
+            assert page.greeted("store") == {"type": "store", "status": "open", "key": "keyring"}
+            assert page.greeted("outfit") == {"type": "outfit", "id": "hoodie", "source": "store"}
+            assert page.greeted("voice")["status"] == "off"
+            assert page.greeted("history")["turns"] == []
+            assert page.greeted("state")["state"] == "idle"
+
+    asyncio.run(scenario())
+
+
+def test_saved_settings_are_echoed_to_every_page_and_kept_across_a_restart(home: Home) -> None:
+    async def scenario() -> None:
+        async with running(home) as engine, engine.window() as page, engine.window() as other:
+            await page.send({"cmd": "settings", "values": {"wake_phrase": "  hello there ", "wake_engine": "phrase"}})
+            for window in (page, other):  # what a command changes reaches every page
+                saved = await window.next("settings")
+                assert saved["saved"] is True
+                assert saved["values"]["wake_phrase"] == "hello there"
+        async with running(home) as engine, engine.window() as page:
+            assert page.greeted("settings")["values"]["wake_phrase"] == "hello there"
+            assert page.greeted("settings")["saved"] is False
+
+    asyncio.run(scenario())
+
+
+def test_opening_the_settings_panel_answers_that_page_with_the_settings_and_their_choices(home: Home) -> None:
+    async def scenario() -> None:
+        async with running(home) as engine, engine.window() as page:
+            await page.send({"cmd": "settings"})
+            shown = await page.next("settings")
+            assert shown["saved"] is False
+            assert shown["values"] == page.greeted("settings")["values"]
+            assert {"input_device", "output_device", "wake_engine"} <= set(shown["choices"])
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(("values", "said"), [
+    ({"server_url": "gpu-box:8765"}, "must start with http:// or https://"),
+    ({"volume": "11"}, "unknown setting volume"),
+    ({"wake_phrase": 3}, "every setting is a piece of text"),
+    ("wake_phrase=hi", "settings come as an object"),
+], ids=["bad server address", "unknown setting", "not text", "not an object"])
+def test_unacceptable_settings_get_a_plain_error_and_nothing_is_saved(home: Home, values: object,
+                                                                      said: str) -> None:
+    async def scenario() -> None:
+        async with running(home) as engine, engine.window() as page:
+            before = page.greeted("settings")["values"]
+            await page.send({"cmd": "settings", "values": values})
+            error = await page.next("error")
+            assert error["code"] == "bad_settings"
+            assert error["message"].startswith("Those settings were not saved: ") and said in error["message"]
+        async with running(home) as engine, engine.window() as page:
+            assert page.greeted("settings")["values"] == before
+
+    asyncio.run(scenario())
+
+
+def test_an_outfit_chosen_in_the_window_is_shown_to_every_page_and_worn_after_a_restart(home: Home) -> None:
+    async def scenario() -> None:
+        async with running(home) as engine, engine.window() as page, engine.window() as other:
+            await page.send({"cmd": "outfit", "id": "space"})
+            for window in (page, other):
+                assert await window.next("outfit") == {"type": "outfit", "id": "space", "source": "user"}
+        async with running(home) as engine, engine.window() as page:
+            assert page.greeted("outfit") == {"type": "outfit", "id": "space", "source": "store"}
+
+    asyncio.run(scenario())
+
+
+def test_bad_commands_get_a_clear_error_for_that_page_only_and_the_engine_keeps_serving(home: Home) -> None:
+    async def scenario() -> None:
+        async with running(home) as engine, engine.window() as page, engine.window() as other:
+            for command, said in [
+                ("not json", "unreadable command"),
+                ('["outfit"]', 'a command is a JSON object with a "cmd" name'),
+                ({"cmd": "fly"}, "unknown command 'fly'"),
+                ({"cmd": "outfit", "id": "ball_gown"}, "there is no outfit 'ball_gown'"),
+                ({"cmd": "outfit"}, "there is no outfit None"),
+                ({"cmd": "text", "text": "   "}, "a text command needs the words to send"),
+                ({"cmd": "frames", "width": "wide"}, "frames needs a width and a height"),
+                ({"cmd": "unlock", "how": "skip"}, "the store is not waiting to be unlocked"),
+            ]:
+                await page.send(command)
+                error = await page.next("error")
+                assert (error["code"], error["fatal"]) == ("bad_command", False)
+                assert said in error["message"], (command, error)
+            await page.send({"cmd": "text", "text": "x" * (MAX_TEXT_CHARS + 1)})
+            too_long = await page.next("error")
+            assert too_long["code"] == "too_long" and f"keep it under {MAX_TEXT_CHARS}" in too_long["message"]
+            await page.send({"cmd": "ptt_start"})
+            no_voice = await page.next("error")
+            assert no_voice["code"] == "no_voice" and "Voice is switched off" in no_voice["message"]
+            await page.send({"cmd": "outfit", "id": "pyjamas"})  # still serving, and the other page heard nothing
+            assert await page.next("outfit") == {"type": "outfit", "id": "pyjamas", "source": "user"}
+            assert await other.next("outfit") == {"type": "outfit", "id": "pyjamas", "source": "user"}
+
+    asyncio.run(scenario())
+
+
+def test_a_pairing_code_without_a_reachable_server_says_so(home: Home) -> None:
+    async def scenario() -> None:
+        async with running(home) as engine, engine.window() as page:
+            await page.send({"cmd": "pair", "code": ""})
+            empty = await page.next("error")
+            assert empty["code"] == "pairing_failed" and "Type the pairing code" in empty["message"]
+            await page.send({"cmd": "pair", "code": "829X7-DENYR"})
+            unreachable = await page.next("error")
+            assert unreachable["code"] == "pairing_failed"
+            assert f"Could not reach the server at {engine.app.sessions.config.server_url}" in unreachable["message"]
+            assert page.greeted("settings")["paired"] is False
+
+    asyncio.run(scenario())
+
+
+def test_a_typed_message_the_server_cannot_answer_gets_a_plain_error_and_the_next_one_is_taken(home: Home) -> None:
+    async def scenario() -> None:
+        async with running(home, {"STELLA_CHAT__REPLY_TIMEOUT_S": "1"}) as engine, engine.window() as page:
+            for text in ("Hello?", "Are you there?"):
+                await page.send({"cmd": "text", "text": text})
+                assert (await page.next("user_turn"))["text"] == text
+                error = await page.next("error")
+                assert (error["code"], error["fatal"]) == ("reply_timeout", False)
+                assert "Check that the Stella server and its llama-server are running" in error["message"]
+
+    asyncio.run(scenario())
