@@ -13,9 +13,10 @@ their own types (`sidecar.frames`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import types
 import typing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
 PresenceState = Literal["idle", "listening", "thinking", "speaking"]
@@ -254,7 +255,7 @@ class FieldSpec:
     """One field of a message as the wire sees it."""
 
     name: str
-    hint: Any = field(repr=False)
+    hint: Any  # the field's type, as `describe` and `conforms` read it
     required: bool
 
     @property
@@ -262,7 +263,9 @@ class FieldSpec:
         return describe(self.hint)
 
 
+@functools.cache
 def field_specs(cls: type) -> tuple[FieldSpec, ...]:
+    """The wire fields of a message class, read off its dataclass fields and type hints."""
     hints = typing.get_type_hints(cls)
     return tuple(FieldSpec(f.name, hints[f.name], f.default is dataclasses.MISSING
                            and f.default_factory is dataclasses.MISSING) for f in dataclasses.fields(cls))
