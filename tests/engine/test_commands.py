@@ -4,11 +4,12 @@ sees answered, what is kept in the store across a restart, and that a bad comman
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
 from sidecar.engine.commands import MAX_TEXT_CHARS
-from tests.engine.conftest import Home, running
+from tests.engine.conftest import Home, dead_server, running
 
 pytestmark = pytest.mark.keyring
 
@@ -145,5 +146,27 @@ def test_a_typed_message_the_server_cannot_answer_gets_a_plain_error_and_the_nex
                 error = await page.next("error")
                 assert (error["code"], error["fatal"]) == ("reply_timeout", False)
                 assert "Check that the Stella server and its llama-server are running" in error["message"]
+
+    asyncio.run(scenario())
+
+
+def test_without_a_keyring_the_page_sets_a_passphrase_and_a_bad_unlock_is_answered(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", f"unix:path={tmp_path / 'no-bus'}")  # no Secret Service
+    home = Home(tmp_path / "stella.db", dead_server())
+
+    async def scenario() -> None:
+        async with running(home) as engine, engine.window(last="store") as page:
+            prompt = page.greeting[-1]
+            assert (prompt["status"], prompt["mode"], prompt["error"]) == ("locked", "create", "")
+            await page.send({"cmd": "unlock", "how": "passphrase"})
+            missing = await page.next("error")
+            assert missing["code"] == "bad_command" and "needs the passphrase" in missing["message"]
+            await page.send({"cmd": "unlock", "how": "passphrase", "passphrase": "short"})
+            again = await page.next("store")
+            assert (again["status"], again["error"]) == ("locked", "Choose a passphrase of at least 8 characters.")
+            await page.send({"cmd": "unlock", "how": "passphrase", "passphrase": "a long walk by the sea"})
+            assert await page.next("store") == {"type": "store", "status": "open", "key": "passphrase"}
+            assert (await page.next("settings"))["saved"] is False  # then the whole picture
 
     asyncio.run(scenario())
