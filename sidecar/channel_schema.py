@@ -92,10 +92,16 @@ def render_js() -> str:
     def names(items: frozenset[str] | None) -> str:
         return "null" if items is None else json.dumps(sorted(items)).replace('"', "'")
 
-    events = "".join(f"  ['{name}', {names(EVENT_FIELDS[name])}],\n" for name in sorted(EVENTS))
+    framed = {c.event: "a pipeline frame (sidecar/frames.py)" for c in frame_event_types()}
+
+    def doc(*texts: str | None) -> str:
+        return "  // " + " / ".join(filter(None, texts))
+
+    events = "".join(f"  ['{name}', {names(EVENT_FIELDS[name])}],{doc(APP_EVENTS.get(name), framed.get(name))}\n"
+                     for name in sorted(EVENTS))
     commands = "".join(
         f"  ['{c.cmd}', {{ required: {names(frozenset(s.name for s in field_specs(c) if s.required))}, "
-        f"optional: {names(frozenset(s.name for s in field_specs(c) if not s.required))} }}],\n"
+        f"optional: {names(frozenset(s.name for s in field_specs(c) if not s.required))} }}],{doc(COMMANDS[c.cmd])}\n"
         for c in sorted(COMMAND_TYPES, key=lambda c: c.cmd))
     return ("// Generated from sidecar/channel_messages.py by `python -m sidecar.channel_schema`: do not edit.\n"
             "// The window channel's messages: events the engine sends, with the fields each may carry\n"

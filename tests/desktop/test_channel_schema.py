@@ -51,9 +51,9 @@ def js_tables() -> tuple[dict[str, set[str] | None], dict[str, tuple[set[str], s
     events, commands = js.split("export const COMMANDS")
     fields = lambda listed: set(re.findall(r"'(\w+)'", listed))  # noqa: E731
     return ({name: None if listed == "null" else fields(listed)
-             for name, listed in re.findall(r"^  \['(\w+)', (null|\[.*?\])\],$", events, re.M)},
+             for name, listed in re.findall(r"^  \['(\w+)', (null|\[.*?\])\],  //", events, re.M)},
             {name: (fields(required), fields(optional)) for name, required, optional in
-             re.findall(r"^  \['(\w+)', \{ required: (\[.*?\]), optional: (\[.*?\]) \}\],$", commands, re.M)})
+             re.findall(r"^  \['(\w+)', \{ required: (\[.*?\]), optional: (\[.*?\]) \}\],  //", commands, re.M)})
 
 
 def test_every_message_class_is_in_the_pages_schema_and_the_page_knows_no_other() -> None:
