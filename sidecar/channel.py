@@ -7,7 +7,8 @@ secret as a second subprotocol, ``auth.<secret>``, beside ``stella.v1``; a hands
 it is refused with HTTP 403 before any WebSocket exists. The server binds 127.0.0.1 only.
 
 Messages are JSON text: events out (``{"type": ...}``), commands in (``{"cmd": ...}``), both
-named in `sidecar.channel_schema`.
+typed in `sidecar.channel_messages` (the engine's events, the commands) and `sidecar.frames` (the
+pipeline's events), checked against `sidecar.channel_schema`.
 Binary messages out are PNG frames of the fallback character stream.
 """
 
@@ -20,13 +21,15 @@ import os
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
 
 from websockets.asyncio.server import Server, ServerConnection, broadcast, serve
 from websockets.exceptions import ConnectionClosed
 from websockets.http11 import Request, Response
 
+from sidecar.channel_messages import AppEvent, BadCommand, Command, bad_command, parse_command
 from sidecar.channel_schema import check_event
+from sidecar.events import event_record
+from sidecar.frames import Frame
 
 log = logging.getLogger(__name__)
 
@@ -41,8 +44,7 @@ RESTARTS_ENV = "STELLA_ENGINE_RESTARTS"
 LAST_EXIT_ENV = "STELLA_ENGINE_LAST_EXIT"
 PORT_LINE = "channel_port="  # the engine's first line on stdout: channel_port=<port>
 
-Event = dict[str, Any]
-Command = dict[str, Any]
+Event = AppEvent | Frame  # a frame goes out as the record the headless JSONL log writes
 CommandHandler = Callable[[ServerConnection, Command], Awaitable[None]]
 
 
@@ -141,17 +143,22 @@ class Channel:
 
     async def _command(self, ws: ServerConnection, message: str | bytes) -> None:
         try:
-            command = json.loads(message)
-            if not isinstance(command, dict) or not isinstance(command.get("cmd"), str):
+            raw = json.loads(message)
+            if not isinstance(raw, dict) or not isinstance(raw.get("cmd"), str):
                 raise ValueError("a command is a JSON object with a \"cmd\" name")
         except ValueError as exc:
             await ws.send(_encode(bad_command(f"unreadable command ({exc})")))
             return
         try:
+            command = parse_command(raw)
+        except BadCommand as exc:
+            await ws.send(_encode(bad_command(str(exc))))
+            return
+        try:
             await self._on_command(ws, command)
         except Exception:  # one bad command must not end the connection
-            log.exception("command %s failed", command.get("cmd"))
-            await ws.send(_encode(bad_command(f"Stella could not do {command['cmd']!r}; see the log for details")))
+            log.exception("command %s failed", command.cmd)
+            await ws.send(_encode(bad_command(f"Stella could not do {command.cmd!r}; see the log for details")))
 
     def send(self, event: Event, to: Iterable[ServerConnection] | None = None) -> None:
         """Queue `event` for every client (or `to`); never blocks."""
@@ -166,15 +173,7 @@ class Channel:
             await self._server.wait_closed()
 
 
-def error_event(code: str, message: str) -> Event:
-    """A problem for the window to show in plain words; the engine goes on."""
-    return {"type": "error", "code": code, "message": message, "fatal": False}
-
-
-def bad_command(message: str) -> Event:
-    return error_event("bad_command", message)
-
-
 def _encode(event: Event) -> str:
-    check_event(event)  # an event the page does not know is a bug here, not something to send
-    return json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+    wire = event.to_wire() if isinstance(event, AppEvent) else event_record(event)
+    check_event(wire)  # an event the page does not know is a bug here, not something to send
+    return json.dumps(wire, ensure_ascii=False, separators=(",", ":"))

@@ -1,61 +1,70 @@
-"""The window channel's messages, named once for both sides (as `remote_api.envelope` names the link's).
+"""The window channel's schema, derived from its typed messages (as `remote_api.envelope` names the link's).
 
-Events go out to the window (``{"type": ...}``): the engine's own (`APP_EVENTS`) and every
-pipeline frame that is an event (`sidecar.frames`, the same records the headless JSONL log
-writes). Commands come in (``{"cmd": ...}``): `COMMANDS`. `sidecar.channel` refuses to send an
-event not named here; the engine answers a command not named here with a `bad_command` error;
-the page gets the same names from `desktop/web/channel_schema.js`, generated from this module
-(`python -m sidecar.channel_schema`, checked by `tests/desktop/test_channel_schema.py`), and
-refuses to send or accept anything else.
+Events go out to the window (``{"type": ...}``): the engine's own (`sidecar.channel_messages`'s
+`EVENT_TYPES`) and every pipeline frame that is an event (`sidecar.frames`, the same records the
+headless JSONL log writes). Commands come in (``{"cmd": ...}``): `COMMAND_TYPES`. The tables
+here (names, docs, fields) are read off those classes, so each message is named once.
+`sidecar.channel` refuses to send an event not named here or carrying a field it does not name;
+the page gets the same names and fields from `desktop/web/channel_schema.js`, generated from this
+module (`python -m sidecar.channel_schema`, checked by `tests/desktop/test_channel_schema.py`),
+and refuses to send or accept anything else.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from sidecar import frames
+from sidecar.channel_messages import COMMAND_TYPES, EVENT_TYPES, field_specs
+
+
+def _doc(cls: type) -> str:
+    return (cls.__doc__ or "").strip().splitlines()[0]
+
 
 # What the engine says of itself, beside the pipeline's events; each with where it comes from.
-APP_EVENTS = {
-    "hello": "engine/core.py: the greeting (protocol, pid, restarts, atlas)",
-    "state": "engine/presence.py: idle / listening / thinking / speaking",
-    "outfit": "engine/wardrobe.py: the outfit worn and who chose it",
-    "link": "engine/link.py: the link to the gateway",
-    "voice": "engine/voice_session.py: the voice loop's status",
-    "settings": "engine/settings.py: the settings, their choices and what was saved",
-    "history": "engine/stored.py: the conversation so far",
-    "store": "engine/unlock.py: the encrypted store (locked, open, its key)",
-    "error": "channel.py: a problem to show in plain words",
-}
-
-COMMANDS = {
-    "text": "a typed message",
-    "ptt_start": "push-to-talk pressed",
-    "ptt_stop": "push-to-talk released",
-    "cancel": "stop the reply",
-    "outfit": "wear this outfit (id)",
-    "settings": "read the settings, or save `values`",
-    "pair": "redeem a pairing code",
-    "frames": "stream the character as PNG frames (no WebGL)",
-    "unlock": "open the store (passphrase, or skip)",
-}
+APP_EVENTS: dict[str, str] = {name: " / ".join(_doc(c) for c in EVENT_TYPES if c.type == name)
+                               for name in dict.fromkeys(c.type for c in EVENT_TYPES)}
+COMMANDS: dict[str, str] = {c.cmd: _doc(c) for c in COMMAND_TYPES}
 
 
-def frame_events() -> frozenset[str]:
-    """The event names of the pipeline's frames."""
-    found: set[str] = set()
+def frame_event_types() -> list[type[frames.Frame]]:
+    """The pipeline's frame classes that are events."""
+    found: list[type[frames.Frame]] = []
     todo: list[type[frames.Frame]] = [frames.Frame]
     while todo:
         cls = todo.pop()
         todo += cls.__subclasses__()
         if cls.event is not None:
-            found.add(cls.event)
-    return frozenset(found)
+            found.append(cls)
+    return found
 
 
-EVENTS = frozenset(APP_EVENTS) | frame_events()
+def frame_fields(cls: type[frames.Frame]) -> frozenset[str] | None:
+    """The fields of a frame's event record (`Frame.event_data`), or None when the class words its own."""
+    if "event_data" in vars(cls):
+        return None
+    return frozenset({"t"} | {f.name for f in dataclasses.fields(cls) if str(f.type).strip() != "np.ndarray"})
+
+
+def _event_fields() -> dict[str, frozenset[str] | None]:
+    """Each event's name -> the fields it may carry (None: not checked field by field)."""
+    table: dict[str, frozenset[str] | None] = {}
+    sources: list[tuple[str, frozenset[str] | None]] = [
+        (c.type, frozenset(f.name for f in dataclasses.fields(c))) for c in EVENT_TYPES]
+    sources += [(c.event, frame_fields(c)) for c in frame_event_types() if c.event is not None]
+    for name, names in sources:  # a name two classes share ("error", "store") may carry the fields of either
+        unchecked = names is None or (name in table and table[name] is None)
+        table[name] = None if unchecked else (table.get(name) or frozenset()) | names
+    return table
+
+
+EVENT_FIELDS = _event_fields()
+EVENTS = frozenset(EVENT_FIELDS)
 
 
 class UnknownMessage(ValueError):
@@ -63,9 +72,16 @@ class UnknownMessage(ValueError):
 
 
 def check_event(event: dict[str, Any]) -> None:
-    if event.get("type") not in EVENTS:
-        raise UnknownMessage(f"event type {event.get('type')!r} is not one of the window channel's "
-                             "(sidecar/channel_schema.py); add it there and regenerate desktop/web/channel_schema.js")
+    name = event.get("type")
+    if name not in EVENTS:
+        raise UnknownMessage(f"event type {name!r} is not one of the window channel's "
+                             "(sidecar/channel_messages.py, sidecar/frames.py); add it there and regenerate "
+                             "desktop/web/channel_schema.js")
+    allowed = EVENT_FIELDS[name]
+    extra = sorted(set(event) - {"type"} - (allowed or set(event)))
+    if extra:
+        raise UnknownMessage(f"the {name!r} event has no field {', '.join(map(repr, extra))} in the window "
+                             "channel's schema; add it to its class and regenerate desktop/web/channel_schema.js")
 
 
 JS_FILE = Path(__file__).resolve().parents[1] / "desktop" / "web" / "channel_schema.js"
@@ -73,13 +89,25 @@ JS_FILE = Path(__file__).resolve().parents[1] / "desktop" / "web" / "channel_sch
 
 def render_js() -> str:
     """desktop/web/channel_schema.js as this module makes it."""
-    def names(items: frozenset[str] | dict[str, str]) -> str:
-        return "".join(f"  '{name}',\n" for name in sorted(items))
+    def names(items: frozenset[str] | None) -> str:
+        return "null" if items is None else json.dumps(sorted(items)).replace('"', "'")
 
-    return ("// Generated from sidecar/channel_schema.py by `python -m sidecar.channel_schema`: do not edit.\n"
-            "// The window channel's messages: events the engine sends, commands the page may send.\n\n"
-            f"export const EVENTS = new Set([\n{names(EVENTS)}]);\n\n"
-            f"export const COMMANDS = new Set([\n{names(COMMANDS)}]);\n")
+    framed = {c.event: "a pipeline frame (sidecar/frames.py)" for c in frame_event_types()}
+
+    def doc(*texts: str | None) -> str:
+        return "  // " + " / ".join(filter(None, texts))
+
+    events = "".join(f"  ['{name}', {names(EVENT_FIELDS[name])}],{doc(APP_EVENTS.get(name), framed.get(name))}\n"
+                     for name in sorted(EVENTS))
+    commands = "".join(
+        f"  ['{c.cmd}', {{ required: {names(frozenset(s.name for s in field_specs(c) if s.required))}, "
+        f"optional: {names(frozenset(s.name for s in field_specs(c) if not s.required))} }}],{doc(COMMANDS[c.cmd])}\n"
+        for c in sorted(COMMAND_TYPES, key=lambda c: c.cmd))
+    return ("// Generated from sidecar/channel_messages.py by `python -m sidecar.channel_schema`: do not edit.\n"
+            "// The window channel's messages: events the engine sends, with the fields each may carry\n"
+            "// (null: a pipeline record not checked field by field), and commands the page may send.\n\n"
+            f"export const EVENTS = new Map([\n{events}]);\n\n"
+            f"export const COMMANDS = new Map([\n{commands}]);\n")
 
 
 if __name__ == "__main__":

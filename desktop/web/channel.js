@@ -25,11 +25,25 @@ export function endpointFromHash(hash) {
   return Number.isInteger(port) && port > 0 && /^[A-Za-z0-9_-]{32,}$/.test(secret) ? { port, secret } : null;
 }
 
-/** The event in one text message from the engine; throws unless it is JSON naming an event of the schema. */
+/** The event in one text message from the engine; throws unless it is JSON naming an event of the schema, with its fields. */
 export function parseEvent(text) {
   const event = JSON.parse(text);
   if (!EVENTS.has(event?.type)) throw new Error(`unknown event ${JSON.stringify(event?.type)} from the engine (channel_schema.js)`);
+  const fields = EVENTS.get(event.type);
+  const extra = fields === null ? [] : Object.keys(event).filter((k) => k !== 'type' && !fields.includes(k));
+  if (extra.length) throw new Error(`the "${event.type}" event from the engine has unknown fields ${extra.join(', ')} (channel_schema.js)`);
   return event;
+}
+
+/** Throws unless `command` is one the schema names, with the fields it needs and no others. */
+export function checkCommand(command) {
+  const spec = COMMANDS.get(command?.cmd);
+  if (!spec) throw new Error(`unknown command ${JSON.stringify(command?.cmd)} (channel_schema.js)`);
+  const missing = spec.required.filter((k) => !(k in command));
+  const extra = Object.keys(command).filter((k) => k !== 'cmd' && !spec.required.includes(k) && !spec.optional.includes(k));
+  if (missing.length || extra.length) {
+    throw new Error(`the "${command.cmd}" command ${missing.length ? `needs ${missing.join(', ')}` : `has no field ${extra.join(', ')}`} (channel_schema.js)`);
+  }
 }
 
 export class Channel extends EventTarget {
@@ -80,9 +94,9 @@ export class Channel extends EventTarget {
     };
   }
 
-  /** Send a command; false if the engine is not reachable right now. A command the schema does not name throws. */
+  /** Send a command; false if the engine is not reachable right now. A command the schema does not name (or its fields) throws. */
   send(command) {
-    if (!COMMANDS.has(command.cmd)) throw new Error(`unknown command ${JSON.stringify(command.cmd)} (channel_schema.js)`);
+    checkCommand(command);
     if (!this.connected) return false;
     this.socket.send(JSON.stringify(command));
     return true;

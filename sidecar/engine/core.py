@@ -21,7 +21,8 @@ from typing import Literal
 from websockets.asyncio.server import ServerConnection
 
 from atlas.user import choose_atlas
-from sidecar.channel import PORT_LINE, Channel, Command, Event, Launch, error_event
+from sidecar.channel import PORT_LINE, Channel, Event, Launch
+from sidecar.channel_messages import Command, Error, Hello, State
 from sidecar.config import AppConfig
 from sidecar.conversation import Conversation
 from sidecar.engine.commands import Commands, CommandTargets
@@ -33,7 +34,7 @@ from sidecar.engine.stored import EngineStore, StoreHistory
 from sidecar.engine.unlock import StoreUnlock
 from sidecar.engine.voice_session import Sessions
 from sidecar.engine.wardrobe import Wardrobe
-from sidecar.events import EachEventOnce, TurnTimeline, event_record
+from sidecar.events import EachEventOnce, TurnTimeline
 from sidecar.frames import Frame, InputStartedFrame, MouthFrame, OutfitFrame, TurnTimelineFrame
 from sidecar.outfit_catalogue import catalogue_of
 from sidecar.pipeline import Observer
@@ -61,7 +62,7 @@ class App:
         self.channel = Channel(launch.secret, self._command, self._greeting)
         self.frames = FrameStream(self.channel, self.manifest.outfits[0].id, self.atlas.folder)
         self.wardrobe = Wardrobe(self.manifest, self.frames, self.kept, self.channel.send)
-        self.presence = Presence(lambda s: self.channel.send({"type": "state", "state": s}),
+        self.presence = Presence(lambda s: self.channel.send(State(s)),
                                  config.voice.wake_window_s)
         # the outfits the window shows are the ones offered to the model (one manifest, read once)
         self.conversation = Conversation(config.persona, config.chat, outfits=catalogue_of(self.manifest))
@@ -172,7 +173,7 @@ class App:
 
     def _forward(self, frame: Frame) -> None:
         """The event as the headless JSONL log writes it."""
-        self.channel.send(event_record(frame))
+        self.channel.send(frame)
 
     # --- the window's side --------------------------------------------------------------------
 
@@ -188,8 +189,7 @@ class App:
         return list(self._snapshot())
 
     def _snapshot(self) -> Iterable[Event]:
-        yield {"type": "hello", "protocol": 1, "pid": os.getpid(), "restarts": self.launch.restarts,
-               "last_exit": self.launch.last_exit}
+        yield Hello(pid=os.getpid(), restarts=self.launch.restarts, last_exit=self.launch.last_exit)
         yield self.unlock.event()
         if not self.sessions.ready.is_set():  # the store waits for the user's passphrase
             return
@@ -198,11 +198,11 @@ class App:
         yield self.wardrobe.event()
         yield self.link.event()
         yield self.sessions.voice
-        yield {"type": "state", "state": self.presence.state}
+        yield State(self.presence.state)
         if self._store_error:
-            yield error_event("store_unavailable", self._store_error)
+            yield Error("store_unavailable", self._store_error)
         if self.atlas.problem:
-            yield error_event("atlas_unusable", self.atlas.problem)
+            yield Error("atlas_unusable", self.atlas.problem)
         if self.link.refusal is not None:
             yield self.link.refusal
 

@@ -8,20 +8,20 @@ from urllib.parse import urlsplit
 
 from remote_api.client import LinkClient, LinkRefused, LinkStatus
 from remote_api.credentials import LOOPBACK, Credentials
-from sidecar.channel import Event, error_event
+from sidecar.channel_messages import AppEvent, Error, Link
 from sidecar.config import AppConfig
 
 
 class LinkKeeper:
     """Holds this device's pairing and the live link; `stale` asks the session loop for a new link."""
 
-    def __init__(self, send: Callable[[Event], None], reload: Callable[[], None]) -> None:
+    def __init__(self, send: Callable[[AppEvent], None], reload: Callable[[], None]) -> None:
         self.send = send
         self.reload = reload
         self.link: LinkClient | None = None
         self.pairing: Credentials | None = None
         self.status = LinkStatus("offline", detail="starting")
-        self.refusal: Event | None = None  # the server refused this device: what to tell the user
+        self.refusal: Error | None = None  # the server refused this device: what to tell the user
         self.stale = False  # the credentials changed: open a new link
         self._connecting: asyncio.Task[None] | None = None
         self._local_refusals = 0  # in a row, from a gateway on this computer
@@ -68,8 +68,8 @@ class LinkKeeper:
             local = self.credentials(link.server_url) is None and urlsplit(link.server_url).hostname in LOOPBACK
             self._local_refusals += local
             if not local or self._local_refusals >= 3:
-                self.refusal = error_event("device_refused", f"The Stella server at {link.server_url} does not "
-                                                             f"accept this device: {exc}")
+                self.refusal = Error("device_refused", f"The Stella server at {link.server_url} does not "
+                                                       f"accept this device: {exc}")
                 self.send(self.event())
                 self.send(self.refusal)
             if local:
@@ -82,10 +82,10 @@ class LinkKeeper:
         self._changed.set()
         self.send(self.event())
 
-    def event(self) -> Event:
+    def event(self) -> Link:
         s = self.status
-        return {"type": "link", "transport": s.transport, "connected": s.connected, "retry_in": s.retry_in,
-                "attempt": s.attempt, "detail": s.detail, "refused": self.refusal is not None}
+        return Link(transport=s.transport, connected=s.connected, retry_in=s.retry_in, attempt=s.attempt,
+                    detail=s.detail, refused=self.refusal is not None)
 
     async def close(self) -> None:
         if self._connecting is not None:

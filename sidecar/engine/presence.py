@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Literal
 
+from sidecar.channel_messages import PresenceState
 from sidecar.frames import (
     BotSpeakingFrame,
     Frame,
@@ -19,7 +19,6 @@ from sidecar.frames import (
     WakeFrame,
 )
 
-State = Literal["idle", "listening", "thinking", "speaking"]
 # Interruptions the UI asks for; any other reason is the user speaking over Stella.
 CANCELLED, NEW_MESSAGE = "cancel", "new message"
 
@@ -31,11 +30,11 @@ class Presence:
     a read reply is "speaking" while its tokens stream, a heard one while its audio plays.
     """
 
-    def __init__(self, emit: Callable[[State], None], listen_s: float) -> None:
+    def __init__(self, emit: Callable[[PresenceState], None], listen_s: float) -> None:
         self.emit = emit
         self.listen_s = listen_s
         self.spoken = False
-        self.state: State = "idle"
+        self.state: PresenceState = "idle"
         self._expiry: asyncio.TimerHandle | None = None
 
     def replies_heard(self, spoken: bool) -> None:
@@ -61,7 +60,7 @@ class Presence:
         elif isinstance(frame, ReplyDoneFrame):
             self._set("idle")
 
-    def _set(self, state: State, expires: bool = False) -> None:
+    def _set(self, state: PresenceState, expires: bool = False) -> None:
         if self._expiry is not None:
             self._expiry.cancel()
             self._expiry = None

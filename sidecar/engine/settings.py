@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from sidecar.channel import Event
+from sidecar.channel_messages import Settings
 from sidecar.config import WAKE_MODELS, AppConfig, VoiceConfig
 from sidecar.engine.stored import EngineStore
 from sidecar.voice.devices import portaudio
@@ -86,20 +86,18 @@ class SettingsPanel:
         self.values = values
         return config
 
-    async def save(self, values: object) -> tuple[AppConfig, bool]:
+    async def save(self, values: dict[str, Any]) -> tuple[AppConfig, bool]:
         """The config the panel's `values` give, and whether the voice must reload; kept in the store.
 
         ValueError, in words for the user, when one is not acceptable (nothing is saved then).
         """
-        if not isinstance(values, dict):
-            raise ValueError("settings come as an object of name: value")
         settings = self.values.updated(values)
         config = settings.apply(self.base)
         await asyncio.to_thread(self.kept.save_settings, asdict(settings))
         old, self.values = self.values, settings
         return config, settings.voice_changed(old)
 
-    def event(self, saved: bool = False) -> Event:
+    def event(self, saved: bool = False) -> Settings:
         return settings_event(self.values, self.devices, self.paired(self.values.server_url), saved)
 
 
@@ -122,9 +120,10 @@ def wake_label(voice: VoiceConfig) -> str:
     return voice.wake_phrase.title()
 
 
-def settings_event(settings: UserSettings, devices: dict[str, list[str]], paired: bool, saved: bool = False) -> Event:
-    return {"type": "settings", "values": asdict(settings), "saved": saved,
-            "choices": {"wake_engine": ["phrase", "openwakeword", "off"], "wake_model": list(WAKE_MODELS),
-                        "tts_engine": ["piper", "espeak"], "input_device": devices["input"],
-                        "output_device": devices["output"]},
-            "paired": paired}
+def settings_event(settings: UserSettings, devices: dict[str, list[str]], paired: bool,
+                   saved: bool = False) -> Settings:
+    return Settings(values=asdict(settings), saved=saved,
+                    choices={"wake_engine": ["phrase", "openwakeword", "off"], "wake_model": list(WAKE_MODELS),
+                             "tts_engine": ["piper", "espeak"], "input_device": devices["input"],
+                             "output_device": devices["output"]},
+                    paired=paired)

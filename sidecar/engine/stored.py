@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from remote_api.credentials import Credentials
-from sidecar.channel import Event
+from sidecar.channel_messages import History, Turn
 from sidecar.conversation import Exchange
 from sidecar.store import DeviceCredentials, Store
 
@@ -85,11 +85,10 @@ class EngineStore:
         if self._store is not None:
             self._store.set_outfit(outfit)  # one small commit; the UI already shows the outfit
 
-    def history_event(self) -> Event:
+    def history_event(self) -> History:
         """The last turns, as the transcript shows them (what the user heard of an interrupted reply)."""
         turns = [] if self._store is None else self._store.history(HISTORY_SHOWN)
-        return {"type": "history", "turns": [{"role": t.role, "text": t.as_heard, "interrupted": t.interrupted}
-                                             for t in turns]}
+        return History(tuple(Turn(t.role, t.as_heard, t.interrupted) for t in turns))
 
     def close(self) -> None:
         if self._store is not None:

@@ -11,17 +11,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Literal
 
-from sidecar.channel import Command, Event, bad_command
+from sidecar.channel_messages import AppEvent, Error, StoreLocked, StoreState, Unlock, bad_command
 from sidecar.store import KeyringKey, KeyringUnavailableError, PassphraseKey, Store, StoreError, WrongKeyError
 from sidecar.store.db import has_content
 
 log = logging.getLogger(__name__)
 
 MIN_PASSPHRASE = 8
-Status = Literal["opening", "locked", "open", "off"]
 KEYRING_HELP = ("On Linux the keyring is a Secret Service such as gnome-keyring or KeePassXC, running and unlocked "
                 "in your desktop session.")
 WHY = {
@@ -46,14 +46,14 @@ class StoreUnlock:
     page that connects at any time.
     """
 
-    def __init__(self, path: Path, service: str, send: Callable[[Event], None]) -> None:
+    def __init__(self, path: Path, service: str, send: Callable[[AppEvent], None]) -> None:
         self.path = path
         self.service = service
         self.send = send
-        self.status: Status = "opening"
+        self.status: Literal["opening", "locked", "open", "off"] = "opening"
         self.key = ""  # how the open store was unlocked: "keyring" or "passphrase"
         self.asking = asyncio.Event()
-        self._prompt: Event = {}
+        self._prompt: StoreLocked | None = None
         self._answer: asyncio.Future[Store | None] | None = None
         self._trying = asyncio.Lock()
 
@@ -74,8 +74,7 @@ class StoreUnlock:
         mode = "unlock" if exists else "create"
         reason = "no_keyring" if isinstance(exc, KeyringUnavailableError) else "no_key"
         log.warning("the store needs a passphrase (%s): %s", mode, exc)
-        self._prompt = {"type": "store", "status": "locked", "mode": mode, "message": WHY[(reason, mode)],
-                        "keyring_help": KEYRING_HELP, "detail": str(exc), "error": ""}
+        self._prompt = StoreLocked(mode=mode, message=WHY[(reason, mode)], keyring_help=KEYRING_HELP, detail=str(exc))
         self.status = "locked"
         self._answer = asyncio.get_running_loop().create_future()
         self.asking.set()
@@ -86,30 +85,25 @@ class StoreUnlock:
             self.asking.clear()
             self.send(self.event())
 
-    async def answer(self, command: Command) -> Event | None:
+    async def answer(self, command: Unlock) -> Error | None:
         """The window's `unlock` command, `how` being "passphrase" (with "passphrase"), "keyring" or "skip"."""
-        how = command.get("how")
+        how = command.how
         async with self._trying:  # one attempt at a time (a double click, two pages)
-            if self._answer is None or self._answer.done():
+            if self._answer is None or self._answer.done() or self._prompt is None:
                 return bad_command("the store is not waiting to be unlocked")
             if how == "skip":
                 self.status = "off"
                 self._answer.set_result(None)
                 return None
-            if how == "keyring":
+            if how == "keyring" or command.passphrase is None:  # Unlock holds a passphrase when `how` says so
                 key: KeyringKey | PassphraseKey = KeyringKey(service=self.service)
-            elif how == "passphrase":
-                passphrase = command.get("passphrase")
-                if not isinstance(passphrase, str):
-                    return bad_command("unlocking with a passphrase needs the passphrase")
-                if self._prompt["mode"] == "create" and len(passphrase) < MIN_PASSPHRASE:
+            else:
+                if self._prompt.mode == "create" and len(command.passphrase) < MIN_PASSPHRASE:
                     return self._again(f"Choose a passphrase of at least {MIN_PASSPHRASE} characters.")
                 try:
-                    key = PassphraseKey(passphrase)
+                    key = PassphraseKey(command.passphrase)
                 except ValueError as exc:
                     return self._again(f"That passphrase cannot be used: {exc}.")
-            else:
-                return bad_command('unlock "how" is one of "passphrase", "keyring", "skip"')
             try:
                 store = await asyncio.to_thread(Store.open, self.path, key)
             except WrongKeyError:
@@ -125,10 +119,11 @@ class StoreUnlock:
 
     def _again(self, error: str) -> None:
         """Still locked: the prompt again, saying what went wrong."""
-        self._prompt = {**self._prompt, "error": error}
+        assert self._prompt is not None
+        self._prompt = replace(self._prompt, error=error)
         self.send(self._prompt)
 
-    def event(self) -> Event:
-        if self.status == "locked":
+    def event(self) -> StoreState | StoreLocked:
+        if self.status == "locked" and self._prompt is not None:
             return self._prompt
-        return {"type": "store", "status": self.status, "key": self.key}
+        return StoreState(status="opening" if self.status == "locked" else self.status, key=self.key)

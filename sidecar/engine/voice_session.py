@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Callable
 
 from remote_api.shared.models.errors import ModelError
-from sidecar.channel import Event
+from sidecar.channel_messages import Voice, VoiceStatus
 from sidecar.clock import Clock
 from sidecar.config import AppConfig
 from sidecar.conversation import Conversation
@@ -47,7 +47,7 @@ class Sessions:
     """
 
     def __init__(self, config: AppConfig, link: LinkKeeper, conversation: Conversation, presence: Presence,
-                 observers: Callable[[], list[Observer]], send: Callable[[Event], None]) -> None:
+                 observers: Callable[[], list[Observer]], send: Callable[[Voice], None]) -> None:
         self.config = config
         self.link = link
         self.conversation = conversation
@@ -56,7 +56,7 @@ class Sessions:
         self.send = send
         self.loaded: LoadedModels | None = None
         self.pipeline: Pipeline | None = None
-        self.voice: Event = self._voice_event("loading", "Starting…")
+        self.voice: Voice = self._voice_event("loading", "Starting…")
         self.ready = asyncio.Event()
         self.serving = asyncio.Event()
         self._reload = asyncio.Event()
@@ -146,12 +146,11 @@ class Sessions:
             return
         self.reload()
 
-    def set_voice(self, status: str, detail: str) -> None:
+    def set_voice(self, status: VoiceStatus, detail: str) -> None:
         self.voice = self._voice_event(status, detail)
         self.send(self.voice)
 
-    def _voice_event(self, status: str, detail: str) -> Event:
+    def _voice_event(self, status: VoiceStatus, detail: str) -> Voice:
         """Whether Stella can hear and speak now (loading, ready, off) and her wake word."""
         voice = self.config.voice
-        return {"type": "voice", "status": status, "detail": detail, "wake_engine": voice.wake_engine,
-                "wake_word": wake_label(voice)}
+        return Voice(status=status, detail=detail, wake_engine=voice.wake_engine, wake_word=wake_label(voice))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from atlas.manifest import Manifest
-from sidecar.channel import Event
+from sidecar.channel_messages import Outfit
 from sidecar.engine.frame_stream import FrameStream
 from sidecar.engine.stored import EngineStore
 
@@ -14,7 +14,7 @@ class Wardrobe:
     """Wearing an outfit: the window's event (for a choice made here), the frames, the store."""
 
     def __init__(self, manifest: Manifest, frames: FrameStream, kept: EngineStore,
-                 send: Callable[[Event], None]) -> None:
+                 send: Callable[[Outfit], None]) -> None:
         self.offered = frozenset(o.id for o in manifest.outfits)
         self.worn = manifest.outfits[0].id
         self.frames = frames
@@ -32,7 +32,7 @@ class Wardrobe:
 
     def choose(self, outfit: str, source: str) -> None:
         """The user picked `outfit` (`source` says how): every page hears it, then she wears it."""
-        self.send({"type": "outfit", "id": outfit, "source": source})
+        self.send(Outfit(outfit, source))
         self.wear(outfit)
 
     def wear(self, outfit: str) -> None:
@@ -41,6 +41,6 @@ class Wardrobe:
         self.frames.set_outfit(outfit)
         self.kept.save_outfit(outfit)
 
-    def event(self) -> Event:
+    def event(self) -> Outfit:
         """What a page hears when it connects."""
-        return {"type": "outfit", "id": self.worn, "source": "store"}
+        return Outfit(self.worn, "store")

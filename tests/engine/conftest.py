@@ -58,11 +58,12 @@ class Engine:
     secret: str
 
     @contextlib.asynccontextmanager
-    async def window(self) -> AsyncIterator[Window]:
+    async def window(self, last: str = "state") -> AsyncIterator[Window]:
+        """A page, once greeted: the greeting ends with `last` ("store" while the store waits for a passphrase)."""
         protocols = [SUBPROTOCOL, AUTH_PREFIX + self.secret]
         async with connect(f"ws://127.0.0.1:{self.app.port}/", subprotocols=protocols, open_timeout=WAIT_S) as ws:
             window = Window(ws)
-            while not window.greeting or window.greeting[-1]["type"] != "state":  # the greeting ends with it
+            while not window.greeting or window.greeting[-1]["type"] != last:
                 window.greeting.append(json.loads(await asyncio.wait_for(ws.recv(), WAIT_S)))
             yield window
 
