@@ -63,16 +63,9 @@ from sidecar.voice.vad import Segmenter  # noqa: E402
 from sidecar.voice.wake import NameMatcher  # noqa: E402
 from sidecar.voice_loop import LoadedModels, build  # noqa: E402
 from tests import services  # noqa: E402
-from tests.voice.speech import heard_fraction, voices  # noqa: E402
+from tests.voice.speech import QUESTIONS, heard_fraction, voices  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "voice.md"
-QUESTIONS = [
-    "What is the capital of France?", "How are you today?", "What is your favourite colour?",
-    "Can you tell me a joke?", "What should I cook for dinner?", "Do you like music?",
-    "What is the weather like?", "Tell me about the moon.", "What is two plus two?",
-    "Can you recommend a good book?", "Why is the sky blue?", "What time do you wake up?",
-    "Where do penguins live?", "What is your name?", "How tall is a giraffe?", "Do you like cats?",
-]
 STAGES = ["hangover", "asr", "turn_taking", "llm_first_token", "first_sentence", "tts_and_buffer"]
 
 

@@ -39,6 +39,15 @@ class Piper:
         return trim(resample(audio, chunks[0].sample_rate, RATE)) * level
 
 
+# Plain questions for conversations (the voice-latency bench and the device echo test).
+QUESTIONS = [
+    "What is the capital of France?", "How are you today?", "What is your favourite colour?",
+    "Can you tell me a joke?", "What should I cook for dinner?", "Do you like music?",
+    "What is the weather like?", "Tell me about the moon.", "What is two plus two?",
+    "Can you recommend a good book?", "Why is the sky blue?", "What time do you wake up?",
+    "Where do penguins live?", "What is your name?", "How tall is a giraffe?", "Do you like cats?",
+]
+
 def espeak(text: str, *, voice: str = "en-us", speed: int = 160, pitch: int = 50, level: float = 0.5) -> np.ndarray:
     samples, rate = EspeakSynth(voice, speed, pitch)(text)
     peak = float(np.max(np.abs(samples))) or 1.0

@@ -21,11 +21,10 @@ from pathlib import Path
 import pytest
 
 from sidecar.voice.audio import RATE, resample, to_int16
-from tests.bench.voice_latency import QUESTIONS
 from tests.desktop.polling import wait_for
 
 from .conftest import ROOT
-from .speech import concat, heard_fraction, silence
+from .speech import QUESTIONS, concat, heard_fraction, silence
 from .test_devices import PULSE_RATE, wait_for_event
 
 pytestmark = [pytest.mark.audio, pytest.mark.llama]

@@ -18,7 +18,7 @@ from remote_api.shared.models.download import download
 from remote_api.shared.models.errors import ModelError
 from remote_api.shared.models.provision import Models
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[4]
 PAYLOAD = os.urandom(3 * 1024 * 1024 + 123)
 SHA = "sha256:" + hashlib.sha256(PAYLOAD).hexdigest()
 
