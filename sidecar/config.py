@@ -25,6 +25,8 @@ from remote_api.shared.config_loader import load_config, sections
 
 # The openWakeWord models `stella models install wakeword` provides.
 WAKE_MODELS = ("hey_jarvis", "alexa", "hey_mycroft", "hey_rhasspy", "okay_nabu")
+# The microWakeWord models inside the pymicro-wakeword wheel (the two-stage engine's trigger).
+MICRO_WAKE_MODELS = ("hey_jarvis", "alexa", "hey_mycroft", "okay_nabu")
 
 
 @dataclass
@@ -57,12 +59,15 @@ class VoiceConfig:
     turn_retry_ms: int = 1000
     turn_max_ms: int = 1000
     turn_threshold: float = 0.5
-    # Wake word: "openwakeword" (acoustic, always on), "phrase" (whisper checks each
-    # utterance for the name in `wake_phrase`) or "off" (every utterance is a turn).
-    wake_engine: Literal["openwakeword", "phrase", "off"] = "phrase"
+    # Wake word: "openwakeword" (acoustic, always on), "two_stage" (a microWakeWord trigger at
+    # `wake_trigger_threshold` opens a candidate that whisper must confirm by hearing the name:
+    # sidecar/voice/wake_confirm.py), "phrase" (whisper checks each utterance for the name in
+    # `wake_phrase`) or "off" (every utterance is a turn). tests/bench/wake_rates.py measures them.
+    wake_engine: Literal["openwakeword", "two_stage", "phrase", "off"] = "phrase"
     wake_model: str = "hey_jarvis"
     wake_phrase: str = "hey stella"
     wake_threshold: float = 0.5
+    wake_trigger_threshold: float = 0.5
     wake_window_s: float = 8.0  # after a bare wake word, how long the next utterance is addressed
     # ASR: "whisper.cpp" (pywhispercpp) with the ggml `asr_model`, or "ctranslate2" (int8, the
     # utterance's own window: ~2x faster here, as accurate on plain questions —
@@ -139,6 +144,12 @@ class VoiceConfig:
             raise ValueError(f"voice setting 'barge_in_windows' must be at least 1, got {self.barge_in_windows}")
         if self.asr_threads < 0:
             raise ValueError(f"voice setting 'asr_threads' must be 0 (automatic) or more, got {self.asr_threads}")
+        if not 0 < self.wake_trigger_threshold < 1:
+            raise ValueError("voice setting 'wake_trigger_threshold' must be between 0 and 1, "
+                             f"got {self.wake_trigger_threshold}")
+        if self.wake_engine == "two_stage" and self.wake_model not in MICRO_WAKE_MODELS:
+            raise ValueError(f"voice setting 'wake_model' must be one of {', '.join(MICRO_WAKE_MODELS)} for the "
+                             f"two_stage engine, got {self.wake_model!r}")
         if self.wake_engine == "openwakeword" and self.wake_model not in WAKE_MODELS:
             raise ValueError(f"voice setting 'wake_model' must be one of {', '.join(WAKE_MODELS)}, "
                              f"got {self.wake_model!r}")

@@ -37,7 +37,7 @@ from sidecar.voice.tts import TTS, EspeakSynth, PiperSynth, Synthesizer
 from sidecar.voice.turn_end import SmartTurn
 from sidecar.voice.turn_taking import TurnTaker, WakeGate
 from sidecar.voice.vad import Endpointer, SileroVad
-from sidecar.voice.wake import AcousticWake, WakeModel
+from sidecar.voice.wake import AcousticWake, MicroWakeModel, WakeModel
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ class Engines:
 
     transcriber: Transcribes
     vad: SileroVad
-    wake: WakeModel | None
+    wake: WakeModel | MicroWakeModel | None
     voice: Synthesizer
     fallback_voice: Synthesizer | None
     turn: SmartTurn | None = None
@@ -66,7 +66,11 @@ class Engines:
                             "brings the faster engine back", exc, config.ct2_model)
         if transcriber is None:
             transcriber = Transcriber(models.path(config.asr_model), config.whisper_threads)
-        wake = WakeModel(models.path("wakeword"), config.wake_model) if config.wake_engine == "openwakeword" else None
+        wake: WakeModel | MicroWakeModel | None = None
+        if config.wake_engine == "openwakeword":
+            wake = WakeModel(models.path("wakeword"), config.wake_model)
+        elif config.wake_engine == "two_stage":
+            wake = MicroWakeModel(config.wake_model)
         voice, fallback = load_voices(config, models)
         turn = None
         if config.endpoint == "smart_turn":
@@ -110,7 +114,8 @@ def listening(config: VoiceConfig, engines: Engines, source: Source, intents: In
               played: PlayedLog | None = None) -> list[Processor]:
     """Microphone to user turns: source, [echo canceller], [acoustic wake], VAD, [barge-in], wake
     gate, ASR, turn taker. `played` is what playback plays (no canceller without it)."""
-    wake_word = config.wake_model if config.wake_engine == "openwakeword" else config.wake_phrase
+    acoustic = config.wake_engine in ("openwakeword", "two_stage")
+    wake_word = config.wake_model if acoustic else config.wake_phrase
     prompt = "" if config.wake_engine == "off" else wake_word.replace("_", " ").title() + "."
     processors: list[Processor] = [source]
     reference = None  # what the output really played, and when: the guard checks it too
@@ -118,16 +123,19 @@ def listening(config: VoiceConfig, engines: Engines, source: Source, intents: In
         cancel = EchoCancel(config, played)
         processors.append(cancel)
         reference = cancel.canceller.reference
-    if config.wake_engine == "openwakeword":
-        if engines.wake is None or engines.wake.name != config.wake_model:
-            raise ValueError(f"the engines were loaded without the {config.wake_model} wake model")
-        processors.append(AcousticWake(engines.wake, config.wake_threshold))
+    if acoustic:
+        two_stage = config.wake_engine == "two_stage"
+        if engines.wake is None or engines.wake.name != config.wake_model or two_stage != isinstance(
+                engines.wake, MicroWakeModel):
+            raise ValueError(f"the engines were loaded without the {config.wake_engine} {config.wake_model} wake model")
+        threshold = config.wake_trigger_threshold if two_stage else config.wake_threshold
+        processors.append(AcousticWake(engines.wake, threshold, candidates=two_stage))
     turn = engines.turn if config.endpoint == "smart_turn" else None  # None: the fixed hang-over
     processors.append(Endpointer(config, engines.vad, echo_guard(config, reference), turn))
     if config.barge_in:
         processors.append(BargeIn())
     return processors + [
-        WakeGate(config.wake_engine, config.wake_window_s),
+        WakeGate(config.wake_engine, config.wake_window_s, config.max_utterance_s),
         ASR(engines.transcriber, prompt),
         TurnTaker(wake_word, config.wake_window_s, engine=config.wake_engine, intents=intents),
     ]

@@ -1,10 +1,13 @@
 """Wake words: the always-on acoustic engine and the name matcher of the custom phrase.
 
 * `AcousticWake` runs an openWakeWord model (hey jarvis, alexa, ...) on every 80 ms of audio
-  — about 10 % of one core — and emits a `WakeFrame` when the score crosses the threshold.
+  — about 14 % of one core here — and emits a `WakeFrame` when the score crosses the
+  threshold; or, as the two-stage engine's trigger (`wake_confirm`), a microWakeWord model
+  (`MicroWakeModel`, ~6 ms of CPU per second) whose crossings are only candidates.
 * `NameMatcher` is the custom-phrase engine's decision ("hey stella"): whisper transcribes a
   VAD-gated utterance and the *name token* must be among its first words within edit distance
-  1 ("stela", "stellar" match; "bella" does not). A plain fuzzy ratio over the whole phrase
+  1 ("stela" matches; "bella" does not) or sound like it (`wake_phonetic`: "stettler",
+  "stellar", "estella"; not "stanley" or "still"). A plain fuzzy ratio over the whole phrase
   would let "hey luigi" through for "hey luna"; one edit on the name itself does not.
 """
 
@@ -18,8 +21,11 @@ import numpy as np
 
 from sidecar.frames import AudioFrame, Frame, WakeFrame
 from sidecar.pipeline import Direction, Processor
+from sidecar.voice.wake_confirm import WakeCandidateFrame
+from sidecar.voice.wake_phonetic import sounds_like
 
 CHUNK = 1280  # openWakeWord's hop: 80 ms at 16 kHz
+MICRO_STEP = 160  # microWakeWord's feature step: 10 ms
 
 
 class WakeModel:
@@ -51,17 +57,53 @@ class WakeModel:
         self._pending = np.zeros(0, np.int16)
 
 
+class MicroWakeModel:
+    """A microWakeWord model (shipped in the pymicro-wakeword wheel): a probability every 30 ms,
+    the mean of its last few outputs, as the model's own streaming front end computes it."""
+
+    def __init__(self, name: str) -> None:
+        from pymicro_wakeword import MicroWakeWord, MicroWakeWordFeatures, Model
+
+        try:
+            model = Model(name)
+        except ValueError:
+            raise ValueError(f"no microWakeWord model {name!r}: choose one of {[m.value for m in Model]}") from None
+        self.name = name
+        self._detector = MicroWakeWord.from_builtin(model)
+        self._features = MicroWakeWordFeatures()
+        self._pending = np.zeros(0, np.int16)
+
+    def scores(self, pcm: np.ndarray) -> list[float]:
+        self._pending = np.concatenate([self._pending, pcm])
+        out: list[float] = []
+        while len(self._pending) >= MICRO_STEP:
+            chunk, self._pending = self._pending[:MICRO_STEP], self._pending[MICRO_STEP:]
+            for features in self._features.process_streaming(chunk.tobytes()):
+                prob = self._detector.process_streaming_prob(features)
+                if prob is not None:
+                    out.append(prob)
+        return out
+
+    def reset(self) -> None:
+        self._detector.reset()
+        self._features.reset()
+        self._pending = np.zeros(0, np.int16)
+
+
 class AcousticWake(Processor):
-    """Scores all microphone audio; passes every frame on and adds a WakeFrame on detection.
+    """Scores all microphone audio; passes every frame on and adds a WakeFrame on detection —
+    or, with `candidates`, a WakeCandidateFrame for the two-stage engine to confirm.
 
     After a detection the engine is deaf for `refractory_s`, so one "hey jarvis" is one wake.
     """
 
-    def __init__(self, model: WakeModel, threshold: float, refractory_s: float = 1.5) -> None:
+    def __init__(self, model: WakeModel | MicroWakeModel, threshold: float, refractory_s: float = 1.5, *,
+                 candidates: bool = False) -> None:
         super().__init__()
         self.model = model
         self.threshold = threshold
         self.refractory_s = refractory_s
+        self.candidates = candidates
         self._quiet_until = -1.0
 
     async def start(self) -> None:
@@ -75,7 +117,11 @@ class AcousticWake(Processor):
         for score in self.model.scores(frame.pcm):
             if score >= self.threshold and end >= self._quiet_until:
                 self._quiet_until = end + self.refractory_s
-                await self.push(WakeFrame(word=self.model.name, score=round(score, 3), engine="openwakeword", t=end))
+                if self.candidates:
+                    await self.push(WakeCandidateFrame(word=self.model.name, score=round(score, 3), t=end))
+                else:
+                    await self.push(WakeFrame(word=self.model.name, score=round(score, 3), engine="openwakeword",
+                                              t=end))
 
 
 def words(text: str) -> list[str]:
@@ -104,7 +150,7 @@ class NameMatcher:
 
     The name is the phrase's last word ("hey stella" -> "stella"; "hey_jarvis" -> "jarvis").
     It must appear within the first `len(phrase) + 1` words, at edit distance <= 1 (exact for
-    names shorter than 4 letters, where one edit is most of the word).
+    names shorter than 4 letters, where one edit is most of the word) or sounding like it.
     """
 
     def __init__(self, phrase: str) -> None:
@@ -118,7 +164,8 @@ class NameMatcher:
     def match(self, transcript: str) -> NameMatch | None:
         spans = list(re.finditer(r"[A-Za-z0-9']+", transcript))
         for m in spans[:self.reach]:
-            if edit_distance(m.group().lower(), self.name) <= self.max_distance:
+            word = m.group().lower()
+            if edit_distance(word, self.name) <= self.max_distance or sounds_like(word, self.name):
                 rest = transcript[m.end():].lstrip(" ,.!?;:-\u2014")
                 return NameMatch(rest.strip())
         return None
