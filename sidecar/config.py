@@ -59,15 +59,18 @@ class VoiceConfig:
     turn_retry_ms: int = 1000
     turn_max_ms: int = 1000
     turn_threshold: float = 0.5
-    # Wake word: "openwakeword" (acoustic, always on), "two_stage" (a microWakeWord trigger at
-    # `wake_trigger_threshold` opens a candidate that whisper must confirm by hearing the name:
-    # sidecar/voice/wake_confirm.py), "phrase" (whisper checks each utterance for the name in
-    # `wake_phrase`) or "off" (every utterance is a turn). tests/bench/wake_rates.py measures them.
+    # Wake word: "openwakeword" (acoustic, always on), "two_stage" (an acoustic `wake_trigger`,
+    # openWakeWord or microWakeWord, at the permissive `wake_trigger_threshold` opens a candidate
+    # that whisper must confirm by hearing the name: sidecar/voice/wake_confirm.py), "phrase"
+    # (whisper checks each utterance for the name in `wake_phrase`) or "off" (every utterance is
+    # a turn). tests/bench/wake_rates.py measures them; microWakeWord costs a twentieth of
+    # openWakeWord's CPU but heard only a third of the bench's espeak-ng "Hey Jarvis".
     wake_engine: Literal["openwakeword", "two_stage", "phrase", "off"] = "phrase"
     wake_model: str = "hey_jarvis"
     wake_phrase: str = "hey stella"
     wake_threshold: float = 0.5
-    wake_trigger_threshold: float = 0.5
+    wake_trigger: Literal["openwakeword", "micro"] = "openwakeword"
+    wake_trigger_threshold: float = 0.1
     wake_window_s: float = 8.0  # after a bare wake word, how long the next utterance is addressed
     # ASR: "whisper.cpp" (pywhispercpp) with the ggml `asr_model`, or "ctranslate2" (int8, the
     # utterance's own window: ~2x faster here, as accurate on plain questions —
@@ -147,10 +150,11 @@ class VoiceConfig:
         if not 0 < self.wake_trigger_threshold < 1:
             raise ValueError("voice setting 'wake_trigger_threshold' must be between 0 and 1, "
                              f"got {self.wake_trigger_threshold}")
-        if self.wake_engine == "two_stage" and self.wake_model not in MICRO_WAKE_MODELS:
+        micro = self.wake_engine == "two_stage" and self.wake_trigger == "micro"
+        if micro and self.wake_model not in MICRO_WAKE_MODELS:
             raise ValueError(f"voice setting 'wake_model' must be one of {', '.join(MICRO_WAKE_MODELS)} for the "
-                             f"two_stage engine, got {self.wake_model!r}")
-        if self.wake_engine == "openwakeword" and self.wake_model not in WAKE_MODELS:
+                             f"microWakeWord trigger, got {self.wake_model!r}")
+        if self.wake_engine in ("openwakeword", "two_stage") and self.wake_model not in WAKE_MODELS:
             raise ValueError(f"voice setting 'wake_model' must be one of {', '.join(WAKE_MODELS)}, "
                              f"got {self.wake_model!r}")
         if self.wake_engine == "phrase" and not self.wake_phrase.split():

@@ -67,10 +67,10 @@ class Engines:
         if transcriber is None:
             transcriber = Transcriber(models.path(config.asr_model), config.whisper_threads)
         wake: WakeModel | MicroWakeModel | None = None
-        if config.wake_engine == "openwakeword":
-            wake = WakeModel(models.path("wakeword"), config.wake_model)
-        elif config.wake_engine == "two_stage":
+        if config.wake_engine == "two_stage" and config.wake_trigger == "micro":
             wake = MicroWakeModel(config.wake_model)
+        elif config.wake_engine in ("openwakeword", "two_stage"):
+            wake = WakeModel(models.path("wakeword"), config.wake_model)
         voice, fallback = load_voices(config, models)
         turn = None
         if config.endpoint == "smart_turn":
@@ -125,9 +125,11 @@ def listening(config: VoiceConfig, engines: Engines, source: Source, intents: In
         reference = cancel.canceller.reference
     if acoustic:
         two_stage = config.wake_engine == "two_stage"
-        if engines.wake is None or engines.wake.name != config.wake_model or two_stage != isinstance(
+        micro = two_stage and config.wake_trigger == "micro"
+        if engines.wake is None or engines.wake.name != config.wake_model or micro != isinstance(
                 engines.wake, MicroWakeModel):
-            raise ValueError(f"the engines were loaded without the {config.wake_engine} {config.wake_model} wake model")
+            raise ValueError(f"the engines were loaded without the {config.wake_model} model of the "
+                             f"{config.wake_engine} engine")
         threshold = config.wake_trigger_threshold if two_stage else config.wake_threshold
         processors.append(AcousticWake(engines.wake, threshold, candidates=two_stage))
     turn = engines.turn if config.endpoint == "smart_turn" else None  # None: the fixed hang-over

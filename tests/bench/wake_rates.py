@@ -62,7 +62,8 @@ def engines_to_run(trigger: float, baseline: bool) -> list[Engine]:
     out = [
         Engine("two_stage", "acoustic", VoiceConfig(wake_engine="two_stage", wake_model="hey_jarvis",
                                                     wake_trigger_threshold=trigger),
-               f"microWakeWord hey_jarvis trigger at {trigger} + VAD gate + whisper confirms the name"),
+               f"openWakeWord hey_jarvis trigger at {trigger} + VAD gate + whisper (prompted \"Hey Jarvis.\") "
+               "confirms the name"),
         Engine("phrase", "phrase", VoiceConfig(wake_engine="phrase", wake_phrase="hey stella"),
                "VAD + whisper (prompted \"Hey Stella.\") + name token: one edit or the same phonetic key"),
     ]
@@ -126,7 +127,7 @@ class Tap(Processor):
 def front_end(engines: Engines, config: VoiceConfig, wav: Path) -> tuple[Wakes, float]:
     """The real front end over one stream: (what it announced, CPU seconds it took)."""
     wakes = Wakes()
-    source = FileSource(wav, config.block_ms, fast=True, tail_limit_s=5.0)
+    source = FileSource(wav, config.block_ms, fast=True, tail_limit_s=30.0)
     processors = listening(config, engines, source)
     gate = next(i for i, p in enumerate(processors) if type(p).__name__ == "WakeGate")
     processors.insert(gate, Tap(wakes))
@@ -184,9 +185,9 @@ def idle_cpu(engines: Engines, engine: Engine, stream: Stream) -> float:
 
 
 def with_wake(engines: Engines, engine: Engine, models: Models) -> Engines:
-    if engine.config.wake_engine == "two_stage":
+    if engine.config.wake_engine == "two_stage" and engine.config.wake_trigger == "micro":
         return dataclasses.replace(engines, wake=MicroWakeModel(engine.config.wake_model))
-    if engine.config.wake_engine == "openwakeword":
+    if engine.config.wake_engine in ("openwakeword", "two_stage"):
         return dataclasses.replace(engines, wake=WakeModel(models.path("wakeword"), engine.config.wake_model))
     return dataclasses.replace(engines, wake=None)
 
