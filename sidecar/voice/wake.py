@@ -145,12 +145,23 @@ class NameMatch:
     rest: str  # what the user said after the name ("" if only the wake phrase)
 
 
+# Words that may come before the name: greetings and fillers ("thanks, Stella" addresses her
+# too), and how whisper writes a quick "hey" ("a", "eh", "hay").
+LEAD_INS = frozenset({"hey", "hi", "hello", "hay", "heh", "a", "ay", "eh", "oh", "okay", "ok", "yo", "um", "uh", "so",
+                      "thanks", "cool", "well", "right", "good", "morning", "evening"})
+# "Hey Stella" run together is heard as "Case Taylor", "Face Tetler", "Here's Teller": the "s"
+# went to the first word. These lead-ins give it back; "please" (a real "Please tell us") does not.
+FUSED_LEAD_INS = frozenset({"case", "face", "here's", "peace", "hays", "heys", "hey's", "haze", "kase"})
+
+
 class NameMatcher:
-    """Finds the wake phrase's name token near the start of a transcript.
+    """Finds the wake phrase's name token at the start of a transcript.
 
     The name is the phrase's last word ("hey stella" -> "stella"; "hey_jarvis" -> "jarvis").
-    It must appear within the first `len(phrase) + 1` words, at edit distance <= 1 (exact for
-    names shorter than 4 letters, where one edit is most of the word) or sounding like it.
+    It must come first or after lead-ins only (the phrase's own words, "hey", "a", "okay", ...),
+    within the first `len(phrase) + 1` words — "I told Stella" is not a wake word — at edit
+    distance <= 1 (exact for names shorter than 4 letters, where one edit is most of the word)
+    or sounding like it (`sounds_like`), also with the "s" whisper moved to a fused lead-in.
     """
 
     def __init__(self, phrase: str) -> None:
@@ -158,14 +169,23 @@ class NameMatcher:
         if not tokens:
             raise ValueError("the wake phrase has no words")
         self.name = tokens[-1]
+        self.lead_ins = LEAD_INS | set(tokens[:-1])
         self.reach = len(tokens) + 1
         self.max_distance = 1 if len(self.name) >= 4 else 0
 
+    def is_name(self, word: str, before: str) -> bool:
+        return (edit_distance(word, self.name) <= self.max_distance or sounds_like(word, self.name)
+                or (before in FUSED_LEAD_INS and sounds_like("s" + word, self.name)))
+
     def match(self, transcript: str) -> NameMatch | None:
         spans = list(re.finditer(r"[A-Za-z0-9']+", transcript))
+        before = ""
         for m in spans[:self.reach]:
             word = m.group().lower()
-            if edit_distance(word, self.name) <= self.max_distance or sounds_like(word, self.name):
+            if self.is_name(word, before):
                 rest = transcript[m.end():].lstrip(" ,.!?;:-\u2014")
                 return NameMatch(rest.strip())
+            if word not in self.lead_ins and word not in FUSED_LEAD_INS:
+                return None
+            before = word
         return None

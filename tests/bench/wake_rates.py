@@ -36,10 +36,11 @@ import numpy as np  # noqa: E402
 from remote_api.shared.models.provision import Models  # noqa: E402
 from sidecar.clock import Clock  # noqa: E402
 from sidecar.config import VoiceConfig  # noqa: E402
-from sidecar.frames import Frame, WakeFrame  # noqa: E402
+from sidecar.frames import Frame, TranscriptFrame, WakeFrame  # noqa: E402
 from sidecar.pipeline import Direction, Pipeline, Processor  # noqa: E402
 from sidecar.voice.asr import Transcribes  # noqa: E402
 from sidecar.voice.capture import FileSource  # noqa: E402
+from sidecar.voice.turn_taking import TurnTaker, WakeGate  # noqa: E402
 from sidecar.voice.wake import MicroWakeModel, WakeModel  # noqa: E402
 from sidecar.voice.wake_confirm import WakeCandidateFrame  # noqa: E402
 from sidecar.voice_loop import Engines, listening  # noqa: E402
@@ -58,17 +59,18 @@ class Engine:
     describe: str
 
 
-def engines_to_run(trigger: float, baseline: bool) -> list[Engine]:
+def engines_to_run(trigger: float, baseline: bool, asr: str) -> list[Engine]:
     out = [
-        Engine("two_stage", "acoustic", VoiceConfig(wake_engine="two_stage", wake_model="hey_jarvis",
+        Engine("two_stage", "acoustic", VoiceConfig(asr_engine=asr, wake_engine="two_stage", wake_model="hey_jarvis",
                                                     wake_trigger_threshold=trigger),
                f"openWakeWord hey_jarvis trigger at {trigger} + VAD gate + whisper (prompted \"Hey Jarvis.\") "
                "confirms the name"),
-        Engine("phrase", "phrase", VoiceConfig(wake_engine="phrase", wake_phrase="hey stella"),
+        Engine("phrase", "phrase", VoiceConfig(asr_engine=asr, wake_engine="phrase", wake_phrase="hey stella"),
                "VAD + whisper (prompted \"Hey Stella.\") + name token: one edit or the same phonetic key"),
     ]
     if baseline:
-        out.append(Engine("openwakeword", "acoustic", VoiceConfig(wake_engine="openwakeword", wake_model="hey_jarvis"),
+        out.append(Engine("openwakeword", "acoustic",
+                          VoiceConfig(asr_engine=asr, wake_engine="openwakeword", wake_model="hey_jarvis"),
                           "openWakeWord hey_jarvis at 0.5, single stage (the previous acoustic engine)"))
     return out
 
@@ -102,17 +104,17 @@ class Wakes(Processor):
         super().__init__()
         self.wakes: list[float] = []
         self.candidates: list[float] = []
+        self.heard: list[tuple[float, float, str]] = []  # (start, end, transcript)
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         if isinstance(frame, WakeFrame):
             self.wakes.append(frame.t)
-        elif isinstance(frame, WakeCandidateFrame):
-            self.candidates.append(frame.t)
         await self.push(frame, direction)
 
 
 class Tap(Processor):
-    """Passes frames on; copies candidates upstream of the gate (which swallows them) to `into`."""
+    """Passes frames on; notes in `into` what the gate and the turn taker swallow (candidates,
+    transcripts)."""
 
     def __init__(self, into: Wakes) -> None:
         super().__init__()
@@ -121,6 +123,8 @@ class Tap(Processor):
     async def process(self, frame: Frame, direction: Direction) -> None:
         if isinstance(frame, WakeCandidateFrame):
             self.into.candidates.append(frame.t)
+        elif isinstance(frame, TranscriptFrame):
+            self.into.heard.append((frame.utterance.start, frame.utterance.end, frame.text))
         await self.push(frame, direction)
 
 
@@ -129,8 +133,8 @@ def front_end(engines: Engines, config: VoiceConfig, wav: Path) -> tuple[Wakes, 
     wakes = Wakes()
     source = FileSource(wav, config.block_ms, fast=True, tail_limit_s=30.0)
     processors = listening(config, engines, source)
-    gate = next(i for i, p in enumerate(processors) if type(p).__name__ == "WakeGate")
-    processors.insert(gate, Tap(wakes))
+    for kind in (TurnTaker, WakeGate):  # later one first: inserting shifts what follows
+        processors.insert(next(i for i, p in enumerate(processors) if isinstance(p, kind)), Tap(wakes))
     began = time.process_time()
     asyncio.run(Pipeline([*processors, wakes], Clock()).run())
     return wakes, time.process_time() - began
@@ -141,7 +145,7 @@ class Tally:
     """One engine on one condition: hits on wake utterances, wakes in the other speech."""
 
     wake_total: int = 0
-    missed: list[Span] = field(default_factory=list)
+    missed: list[tuple[Span, str]] = field(default_factory=list)  # and what whisper heard there
     other_s: float = 0.0  # seconds of speech in the other streams
     false: list[tuple[str, Span | None]] = field(default_factory=list)  # (stream, span it fell in)
     trigger_missed: int = 0
@@ -165,7 +169,8 @@ def run_wakes(engines: Engines, engine: Engine, stream: Stream, condition: str, 
     hit = {id(s) for t in seen.wakes if (s := inside(t, stream.spans))}
     triggered = {id(s) for t in seen.candidates if (s := inside(t, stream.spans))}
     tally.wake_total += len(stream.spans)
-    tally.missed += [s for s in stream.spans if id(s) not in hit]
+    tally.missed += [(s, " / ".join(text for start, end, text in seen.heard if start < s.end and end > s.start))
+                     for s in stream.spans if id(s) not in hit]
     tally.trigger_missed += sum(id(s) not in triggered for s in stream.spans)
 
 
@@ -200,16 +205,21 @@ def main() -> None:
     parser.add_argument("--baseline", action="store_true", help="also the single-stage openWakeWord engine")
     parser.add_argument("--only", help="run only this engine")
     parser.add_argument("--other-files", type=int, default=0, help="only the first N other-speech streams")
+    parser.add_argument("--asr", choices=["ctranslate2", "whisper.cpp"], default="ctranslate2",
+                        help="the ASR engine (default: the app's faster option; whisper.cpp's 15 s window makes the "
+                             "phrase engine's ~1700 transcripts take most of an hour here)")
     args = parser.parse_args()
     began, load_before = time.monotonic(), os.getloadavg()
     corpus = wake_corpus.load()
     models = Models()
-    base = Engines.load(VoiceConfig(wake_engine="off"), models)
-    memo = MemoTranscriber(base.transcriber, wake_corpus.ROOT / "transcripts", VoiceConfig().asr_model)
+    asr = VoiceConfig(wake_engine="off", asr_engine=args.asr)
+    base = Engines.load(asr, models)
+    memo = MemoTranscriber(base.transcriber, wake_corpus.ROOT / "transcripts",
+                           asr.ct2_model if args.asr == "ctranslate2" else asr.asr_model)
     memoised = dataclasses.replace(base, transcriber=memo)
     others = corpus.other[args.set][:args.other_files or None]
     results: list[tuple[Engine, dict[str, Tally], float]] = []
-    for engine in engines_to_run(args.trigger, args.baseline):
+    for engine in engines_to_run(args.trigger, args.baseline, args.asr):
         if args.only and engine.label != args.only:
             continue
         print(f"{engine.label}: {engine.describe}", flush=True)
@@ -248,7 +258,7 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
         f"{load_after[0]:.1f} at the end (a shared machine); wall time {wall:.0f} s (whisper's transcripts memoised "
         "from earlier runs where the audio was the same).",
         "",
-        f"**Set: {which}** — {len(voices)} voices never used for tuning: espeak-ng "
+        f"**Set: {which}** — {len(voices)} voices{' never used for tuning' if which == 'heldout' else ''}: espeak-ng "
         f"{', '.join(wake_corpus.ESPEAK_BASES[which])} × variants "
         f"{', '.join(v or '(plain)' for v in wake_corpus.ESPEAK_VARIANTS[which])} at random speeds (130–200 wpm) and "
         f"pitches, and piper joe at length scales {', '.join(map(str, wake_corpus.PIPER_SCALES[which]))}. "
@@ -258,7 +268,7 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
         f"({', '.join(f'{k} {v / 60:.0f} min' for k, v in sorted(scenes.items()))}); TV scenes are over music, "
         "babble or noise beds at 5–15 dB SNR.",
         "",
-        f"Targets: {TARGETS}.",
+        f"ASR: whisper tiny.en on {args.asr}. Targets: {TARGETS}.",
         "",
         "| engine | FR clean | FR 10 dB SNR | false accepts | FA per hour of speech | idle CPU (ms per s of audio) |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
@@ -281,7 +291,7 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
         for condition, tally in t.items():
             if tally.missed:
                 lines += ["", f"{engine.label}, {condition}: missed", ""]
-                lines += [f"- {s.voice}: \"{s.text}\"" for s in tally.missed]
+                lines += [f"- {s.voice}: \"{s.text}\" — heard \"{heard}\"" for s, heard in tally.missed]
             if tally.false:
                 lines += ["", f"{engine.label}: false accepts", ""]
                 lines += [f"- {name}: " + (f"{s.voice} ({s.scene}): \"{s.text}\"" if s else "outside speech")
