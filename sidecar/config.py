@@ -71,6 +71,9 @@ class VoiceConfig:
     wake_threshold: float = 0.5
     wake_trigger: Literal["openwakeword", "micro"] = "openwakeword"
     wake_trigger_threshold: float = 0.1
+    # When the transcript lacks the name, look for it in whisper's `wake_nbest` best readings of
+    # the utterance's first 3 s (sidecar/voice/wake_nbest.py; 0 = off): accents and noise.
+    wake_nbest: int = 4
     wake_window_s: float = 8.0  # after a bare wake word, how long the next utterance is addressed
     # ASR: "whisper.cpp" (pywhispercpp) with the ggml `asr_model`, or "ctranslate2" (int8, the
     # utterance's own window: ~2x faster here, as accurate on plain questions —
@@ -134,7 +137,7 @@ class VoiceConfig:
         if not 0 < self.wake_threshold < 1:
             raise ValueError(f"voice setting 'wake_threshold' must be between 0 and 1, got {self.wake_threshold}")
         for name in ("preroll_ms", "hangover_ms", "min_speech_ms", "sentence_pause_ms", "output_rate",
-                     "echo_delay_ms", "echo_margin_db", "volume_step_db"):
+                     "echo_delay_ms", "echo_margin_db", "volume_step_db", "wake_nbest"):
             if getattr(self, name) < 0:
                 raise ValueError(f"voice setting '{name}' must not be negative, got {getattr(self, name)}")
         if not 0 <= self.work_nice <= 19:

@@ -38,6 +38,7 @@ from sidecar.voice.turn_end import SmartTurn
 from sidecar.voice.turn_taking import TurnTaker, WakeGate
 from sidecar.voice.vad import Endpointer, SileroVad
 from sidecar.voice.wake import AcousticWake, MicroWakeModel, WakeModel
+from sidecar.voice.wake_nbest import NameHypotheses
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ class Engines:
     voice: Synthesizer
     fallback_voice: Synthesizer | None
     turn: SmartTurn | None = None
+    hypotheses: NameHypotheses | None = None  # whisper's n-best for the name check
 
     @classmethod
     def load(cls, config: VoiceConfig, models: Models | None = None) -> Engines:
@@ -79,7 +81,19 @@ class Engines:
             except (ModelError, ImportError, OSError) as exc:
                 log.warning("turn model unavailable (%s); ending turns after %d ms of silence — `stella models "
                             "install smart-turn` brings it back", exc, config.hangover_ms)
-        return cls(transcriber, SileroVad(), wake, voice, fallback, turn)
+        return cls(transcriber, SileroVad(), wake, voice, fallback, turn, name_hypotheses(config, models))
+
+
+def name_hypotheses(config: VoiceConfig, models: Models) -> NameHypotheses | None:
+    """The n-best second guess of the engines that check the name (None: off or no model)."""
+    if config.wake_nbest <= 0 or config.wake_engine not in ("phrase", "two_stage"):
+        return None
+    try:
+        return NameHypotheses(models.path(config.ct2_model), config.wake_nbest)
+    except (ModelError, ImportError, OSError) as exc:
+        log.warning("no n-best check of the wake word (%s): accented wake words are missed more often — "
+                    "`stella models install %s` brings it back", exc, config.ct2_model)
+        return None
 
 
 def load_voices(config: VoiceConfig, models: Models) -> tuple[Synthesizer, Synthesizer | None]:
@@ -139,7 +153,8 @@ def listening(config: VoiceConfig, engines: Engines, source: Source, intents: In
     return processors + [
         WakeGate(config.wake_engine, config.wake_window_s, config.max_utterance_s),
         ASR(engines.transcriber, prompt),
-        TurnTaker(wake_word, config.wake_window_s, engine=config.wake_engine, intents=intents),
+        TurnTaker(wake_word, config.wake_window_s, engine=config.wake_engine, intents=intents,
+                  hypotheses=engines.hypotheses if config.wake_nbest > 0 else None),
     ]
 
 

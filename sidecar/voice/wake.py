@@ -143,6 +143,7 @@ def edit_distance(a: str, b: str) -> int:
 @dataclass(frozen=True)
 class NameMatch:
     rest: str  # what the user said after the name ("" if only the wake phrase)
+    upto: int = 0  # words up to and with the name
 
 
 # Words that may come before the name: greetings and fillers ("thanks, Stella" addresses her
@@ -174,17 +175,19 @@ class NameMatcher:
         self.max_distance = 1 if len(self.name) >= 4 else 0
 
     def is_name(self, word: str, before: str) -> bool:
+        """Also a quick "hey" run into the name as one word ("Kistela", "Astella")."""
         return (edit_distance(word, self.name) <= self.max_distance or sounds_like(word, self.name)
-                or (before in FUSED_LEAD_INS and sounds_like("s" + word, self.name)))
+                or (before in FUSED_LEAD_INS and sounds_like("s" + word, self.name))
+                or (not before and len(word) > len(self.name) and sounds_like(word[2:], self.name)))
 
     def match(self, transcript: str) -> NameMatch | None:
         spans = list(re.finditer(r"[A-Za-z0-9']+", transcript))
         before = ""
-        for m in spans[:self.reach]:
+        for i, m in enumerate(spans[:self.reach]):
             word = m.group().lower()
             if self.is_name(word, before):
                 rest = transcript[m.end():].lstrip(" ,.!?;:-\u2014")
-                return NameMatch(rest.strip())
+                return NameMatch(rest.strip(), i + 1)
             if word not in self.lead_ins and word not in FUSED_LEAD_INS:
                 return None
             before = word

@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import dataclasses
 import hashlib
+import json
 import os
 import platform
 import sys
@@ -43,7 +44,8 @@ from sidecar.voice.capture import FileSource  # noqa: E402
 from sidecar.voice.turn_taking import TurnTaker, WakeGate  # noqa: E402
 from sidecar.voice.wake import MicroWakeModel, WakeModel  # noqa: E402
 from sidecar.voice.wake_confirm import WakeCandidateFrame  # noqa: E402
-from sidecar.voice_loop import Engines, listening  # noqa: E402
+from sidecar.voice.wake_nbest import NameHypotheses  # noqa: E402
+from sidecar.voice_loop import Engines, listening, name_hypotheses  # noqa: E402
 from tests.bench import wake_corpus  # noqa: E402
 from tests.bench.wake_corpus import SNR_DB, Corpus, Span, Stream  # noqa: E402
 
@@ -64,15 +66,26 @@ def engines_to_run(trigger: float, baseline: bool, asr: str) -> list[Engine]:
         Engine("two_stage", "acoustic", VoiceConfig(asr_engine=asr, wake_engine="two_stage", wake_model="hey_jarvis",
                                                     wake_trigger_threshold=trigger),
                f"openWakeWord hey_jarvis trigger at {trigger} + VAD gate + whisper (prompted \"Hey Jarvis.\") "
-               "confirms the name"),
+               "confirms the name in its transcript or its 4 best readings of the first 3 s"),
         Engine("phrase", "phrase", VoiceConfig(asr_engine=asr, wake_engine="phrase", wake_phrase="hey stella"),
-               "VAD + whisper (prompted \"Hey Stella.\") + name token: one edit or the same phonetic key"),
+               "VAD + whisper (prompted \"Hey Stella.\") + name token (first or after lead-ins; one edit or the "
+               "same phonetic key) in the transcript or in whisper's 4 best readings of the first 3 s"),
     ]
     if baseline:
         out.append(Engine("openwakeword", "acoustic",
                           VoiceConfig(asr_engine=asr, wake_engine="openwakeword", wake_model="hey_jarvis"),
                           "openWakeWord hey_jarvis at 0.5, single stage (the previous acoustic engine)"))
     return out
+
+
+def memo_path(folder: Path, tag: str, prompt: str, audio: np.ndarray) -> Path:
+    key = hashlib.sha1(tag.encode() + prompt.encode() + np.ascontiguousarray(audio).tobytes()).hexdigest()
+    return folder / key[:2] / key
+
+
+def remember(path: Path, value: object) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(value))
 
 
 class MemoTranscriber:
@@ -84,17 +97,31 @@ class MemoTranscriber:
         self.calls = self.hits = 0
 
     def __call__(self, audio: np.ndarray, abort: threading.Event | None = None, prompt: str = "") -> str:
-        key = hashlib.sha1(self.tag.encode() + prompt.encode() + np.ascontiguousarray(audio).tobytes()).hexdigest()
-        path = self.folder / key[:2] / key
+        path = memo_path(self.folder, self.tag, prompt, audio)
         self.calls += 1
         if path.exists():
             self.hits += 1
-            return path.read_text()
+            return json.loads(path.read_text())
         text = self.inner(audio, abort, prompt)
         if abort is None or not abort.is_set():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            remember(path, text)
         return text
+
+
+class MemoHypotheses:
+    """The same for the n-best second guess (wake_nbest.NameHypotheses)."""
+
+    def __init__(self, inner: NameHypotheses, folder: Path, tag: str) -> None:
+        self.inner, self.folder, self.tag = inner, folder, f"{tag} n-best {inner.n} {inner.head_s}"
+        self.head_s = inner.head_s
+
+    def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]:
+        path = memo_path(self.folder, self.tag, prompt, audio)
+        if path.exists():
+            return json.loads(path.read_text())
+        readings = self.inner(audio, prompt)
+        remember(path, readings)
+        return readings
 
 
 class Wakes(Processor):
@@ -190,6 +217,8 @@ def idle_cpu(engines: Engines, engine: Engine, stream: Stream) -> float:
 
 
 def with_wake(engines: Engines, engine: Engine, models: Models) -> Engines:
+    """`engines` with the wake model `engine` needs (the n-best check stays for all: only the
+    engines that check names ask it)."""
     if engine.config.wake_engine == "two_stage" and engine.config.wake_trigger == "micro":
         return dataclasses.replace(engines, wake=MicroWakeModel(engine.config.wake_model))
     if engine.config.wake_engine in ("openwakeword", "two_stage"):
@@ -214,9 +243,11 @@ def main() -> None:
     models = Models()
     asr = VoiceConfig(wake_engine="off", asr_engine=args.asr)
     base = Engines.load(asr, models)
-    memo = MemoTranscriber(base.transcriber, wake_corpus.ROOT / "transcripts",
-                           asr.ct2_model if args.asr == "ctranslate2" else asr.asr_model)
-    memoised = dataclasses.replace(base, transcriber=memo)
+    base.hypotheses = name_hypotheses(VoiceConfig(wake_engine="phrase"), models)
+    folder, tag = wake_corpus.ROOT / "transcripts", asr.ct2_model if args.asr == "ctranslate2" else asr.asr_model
+    memo = MemoTranscriber(base.transcriber, folder, tag)
+    memoised = dataclasses.replace(base, transcriber=memo, hypotheses=base.hypotheses and MemoHypotheses(
+        base.hypotheses, folder, asr.ct2_model))
     others = corpus.other[args.set][:args.other_files or None]
     results: list[tuple[Engine, dict[str, Tally], float]] = []
     for engine in engines_to_run(args.trigger, args.baseline, args.asr):

@@ -37,6 +37,7 @@ def test_the_key_drops_vowels_merges_voicing_and_a_non_rhotic_r():
     ("Hey Estella!", ""),
     ("Case Taylor, what time is it?", "what time is it?"),
     ("Here's Tetler.", ""),
+    ("Kistela.", ""),
     ("Thanks Stella. It's a time of five minutes.", "It's a time of five minutes."),
 ])
 def test_the_matcher_takes_the_name_as_whisper_misspells_it(transcript, rest):
