@@ -142,3 +142,15 @@ def test_the_two_stage_front_end_wakes_on_a_held_out_voice_and_not_on_a_look_ali
     assert len(wakes) == 1 and wakes[0].engine == "two_stage" and wakes[0].t < look_alike_at, \
         [(f.t, f.engine) for f in wakes]
     assert len(turns) == 1 and "time" in turns[0].lower(), turns
+
+
+def test_two_stage_settings_are_checked_with_clear_errors():
+    import pytest
+
+    with pytest.raises(ValueError, match="wake_trigger_threshold"):
+        VoiceConfig(wake_engine="two_stage", wake_trigger_threshold=1.5)
+    with pytest.raises(ValueError, match="for the microWakeWord trigger"):
+        VoiceConfig(wake_engine="two_stage", wake_trigger="micro", wake_model="hey_rhasspy")
+    with pytest.raises(ValueError, match="wake_nbest"):
+        VoiceConfig(wake_nbest=-1)
+    assert VoiceConfig(wake_engine="two_stage", wake_model="hey_rhasspy").wake_trigger == "openwakeword"
