@@ -28,38 +28,61 @@ CHUNK = 1280  # openWakeWord's hop: 80 ms at 16 kHz
 MICRO_STEP = 160  # microWakeWord's feature step: 10 ms
 
 
-class WakeModel:
-    """An openWakeWord model and its shared feature models, fed int16 audio of any length."""
+class Chunked:
+    """A wake model's shell: int16 audio of any length in, one score list per `step` samples out."""
+
+    step = CHUNK
+
+    def __init__(self) -> None:
+        self._pending = np.zeros(0, np.int16)
+
+    def scores(self, pcm: np.ndarray) -> list[float]:
+        """Scores for each complete step now available (usually 0 or 1 per call)."""
+        self._pending = np.concatenate([self._pending, pcm])
+        out: list[float] = []
+        while len(self._pending) >= self.step:
+            chunk, self._pending = self._pending[:self.step], self._pending[self.step:]
+            out += self._score(chunk.tobytes())
+        return out
+
+    def reset(self) -> None:
+        self._reset()
+        self._pending = np.zeros(0, np.int16)
+
+    def _score(self, chunk: bytes) -> list[float]:
+        raise NotImplementedError
+
+    def _reset(self) -> None:
+        raise NotImplementedError
+
+
+class WakeModel(Chunked):
+    """An openWakeWord model and its shared feature models, fed 80 ms at a time."""
 
     def __init__(self, folder: Path, name: str) -> None:
         from pyopen_wakeword import OpenWakeWord, OpenWakeWordFeatures
         from pyopen_wakeword.openwakeword import _find_tensorflowlite_c
 
+        super().__init__()
         lib = _find_tensorflowlite_c()
         self.name = name
         self._features = OpenWakeWordFeatures(folder / "melspectrogram.tflite", folder / "embedding_model.tflite", lib)
         self._detector = OpenWakeWord.from_model(folder / f"{name}.tflite", lib)
-        self._pending = np.zeros(0, np.int16)
 
-    def scores(self, pcm: np.ndarray) -> list[float]:
-        """Scores for each complete 80 ms chunk now available (usually 0 or 1 per call)."""
-        self._pending = np.concatenate([self._pending, pcm])
-        out: list[float] = []
-        while len(self._pending) >= CHUNK:
-            chunk, self._pending = self._pending[:CHUNK], self._pending[CHUNK:]
-            for embedding in self._features.process_streaming(chunk.tobytes()):
-                out.extend(self._detector.process_streaming(embedding))
-        return out
+    def _score(self, chunk: bytes) -> list[float]:
+        return [p for embedding in self._features.process_streaming(chunk)
+                for p in self._detector.process_streaming(embedding)]
 
-    def reset(self) -> None:
+    def _reset(self) -> None:
         self._features.reset()
         self._detector.reset()
-        self._pending = np.zeros(0, np.int16)
 
 
-class MicroWakeModel:
+class MicroWakeModel(Chunked):
     """A microWakeWord model (shipped in the pymicro-wakeword wheel): a probability every 30 ms,
     the mean of its last few outputs, as the model's own streaming front end computes it."""
+
+    step = MICRO_STEP
 
     def __init__(self, name: str) -> None:
         from pymicro_wakeword import MicroWakeWord, MicroWakeWordFeatures, Model
@@ -68,26 +91,18 @@ class MicroWakeModel:
             model = Model(name)
         except ValueError:
             raise ValueError(f"no microWakeWord model {name!r}: choose one of {[m.value for m in Model]}") from None
+        super().__init__()
         self.name = name
         self._detector = MicroWakeWord.from_builtin(model)
         self._features = MicroWakeWordFeatures()
-        self._pending = np.zeros(0, np.int16)
 
-    def scores(self, pcm: np.ndarray) -> list[float]:
-        self._pending = np.concatenate([self._pending, pcm])
-        out: list[float] = []
-        while len(self._pending) >= MICRO_STEP:
-            chunk, self._pending = self._pending[:MICRO_STEP], self._pending[MICRO_STEP:]
-            for features in self._features.process_streaming(chunk.tobytes()):
-                prob = self._detector.process_streaming_prob(features)
-                if prob is not None:
-                    out.append(prob)
-        return out
+    def _score(self, chunk: bytes) -> list[float]:
+        probs = (self._detector.process_streaming_prob(f) for f in self._features.process_streaming(chunk))
+        return [p for p in probs if p is not None]
 
-    def reset(self) -> None:
+    def _reset(self) -> None:
         self._detector.reset()
         self._features.reset()
-        self._pending = np.zeros(0, np.int16)
 
 
 class AcousticWake(Processor):
