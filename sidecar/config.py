@@ -25,6 +25,8 @@ from remote_api.shared.config_loader import load_config, sections
 
 # The openWakeWord models `stella models install wakeword` provides.
 WAKE_MODELS = ("hey_jarvis", "alexa", "hey_mycroft", "hey_rhasspy", "okay_nabu")
+# The microWakeWord models inside the pymicro-wakeword wheel (the two-stage engine's trigger).
+MICRO_WAKE_MODELS = ("hey_jarvis", "alexa", "hey_mycroft", "okay_nabu")
 
 
 @dataclass
@@ -60,12 +62,21 @@ class VoiceConfig:
     turn_max_ms: int = 1000
     turn_threshold: float = 0.5
     turn_wait_below: float = 0.5
-    # Wake word: "openwakeword" (acoustic, always on), "phrase" (whisper checks each
-    # utterance for the name in `wake_phrase`) or "off" (every utterance is a turn).
-    wake_engine: Literal["openwakeword", "phrase", "off"] = "phrase"
+    # Wake word: "openwakeword" (acoustic, always on), "two_stage" (an acoustic `wake_trigger`,
+    # openWakeWord or microWakeWord, at the permissive `wake_trigger_threshold` opens a candidate
+    # that whisper must confirm by hearing the name: sidecar/voice/wake_confirm.py), "phrase"
+    # (whisper checks each utterance for the name in `wake_phrase`) or "off" (every utterance is
+    # a turn). tests/bench/wake_rates.py measures them; microWakeWord costs a twentieth of
+    # openWakeWord's CPU but heard only a third of the bench's espeak-ng "Hey Jarvis".
+    wake_engine: Literal["openwakeword", "two_stage", "phrase", "off"] = "phrase"
     wake_model: str = "hey_jarvis"
     wake_phrase: str = "hey stella"
     wake_threshold: float = 0.5
+    wake_trigger: Literal["openwakeword", "micro"] = "openwakeword"
+    wake_trigger_threshold: float = 0.1
+    # When the transcript lacks the name, look for it in whisper's `wake_nbest` best readings of
+    # the utterance's first 3 s (sidecar/voice/wake_nbest.py; 0 = off): accents and noise.
+    wake_nbest: int = 4
     wake_window_s: float = 8.0  # after a bare wake word, how long the next utterance is addressed
     # ASR: "ctranslate2" (int8, a window of the utterance's own length, at least `ct2_window_s`)
     # with `ct2_model`, or "whisper.cpp" (pywhispercpp, a window of at least 15 s) with the ggml
@@ -133,7 +144,7 @@ class VoiceConfig:
         if not 0 < self.wake_threshold < 1:
             raise ValueError(f"voice setting 'wake_threshold' must be between 0 and 1, got {self.wake_threshold}")
         for name in ("preroll_ms", "hangover_ms", "min_speech_ms", "sentence_pause_ms", "output_rate",
-                     "echo_delay_ms", "echo_margin_db", "volume_step_db"):
+                     "echo_delay_ms", "echo_margin_db", "volume_step_db", "wake_nbest"):
             if getattr(self, name) < 0:
                 raise ValueError(f"voice setting '{name}' must not be negative, got {getattr(self, name)}")
         if not 0 <= self.work_nice <= 19:
@@ -149,7 +160,14 @@ class VoiceConfig:
         if not 4.0 <= self.ct2_window_s <= 30.0:
             raise ValueError(f"voice setting 'ct2_window_s' must be 4 to 30 seconds (shorter windows make whisper "
                              f"repeat itself), got {self.ct2_window_s}")
-        if self.wake_engine == "openwakeword" and self.wake_model not in WAKE_MODELS:
+        if not 0 < self.wake_trigger_threshold < 1:
+            raise ValueError("voice setting 'wake_trigger_threshold' must be between 0 and 1, "
+                             f"got {self.wake_trigger_threshold}")
+        micro = self.wake_engine == "two_stage" and self.wake_trigger == "micro"
+        if micro and self.wake_model not in MICRO_WAKE_MODELS:
+            raise ValueError(f"voice setting 'wake_model' must be one of {', '.join(MICRO_WAKE_MODELS)} for the "
+                             f"microWakeWord trigger, got {self.wake_model!r}")
+        if self.wake_engine in ("openwakeword", "two_stage") and self.wake_model not in WAKE_MODELS:
             raise ValueError(f"voice setting 'wake_model' must be one of {', '.join(WAKE_MODELS)}, "
                              f"got {self.wake_model!r}")
         if self.wake_engine == "phrase" and not self.wake_phrase.split():

@@ -37,7 +37,8 @@ from sidecar.voice.tts import TTS, EspeakSynth, PiperSynth, Synthesizer
 from sidecar.voice.turn_end import SmartTurn
 from sidecar.voice.turn_taking import TurnTaker, WakeGate
 from sidecar.voice.vad import Endpointer, SileroVad
-from sidecar.voice.wake import AcousticWake, WakeModel
+from sidecar.voice.wake import AcousticWake, MicroWakeModel, WakeModel
+from sidecar.voice.wake_nbest import NameHypotheses
 
 log = logging.getLogger(__name__)
 
@@ -49,10 +50,11 @@ class LoadedModels:
 
     transcriber: Transcribes
     vad: SileroVad
-    wake: WakeModel | None
+    wake: WakeModel | MicroWakeModel | None
     voice: Synthesizer
     fallback_voice: Synthesizer | None
     turn: SmartTurn | None = None
+    hypotheses: NameHypotheses | None = None  # whisper's n-best for the name check
 
     @classmethod
     def load(cls, config: VoiceConfig, models: Models | None = None) -> LoadedModels:
@@ -67,7 +69,11 @@ class LoadedModels:
                             "brings the faster engine back", exc, config.ct2_model)
         if transcriber is None:
             transcriber = Transcriber(models.path(config.asr_model), config.whisper_threads)
-        wake = WakeModel(models.path("wakeword"), config.wake_model) if config.wake_engine == "openwakeword" else None
+        wake: WakeModel | MicroWakeModel | None = None
+        if config.wake_engine == "two_stage" and config.wake_trigger == "micro":
+            wake = MicroWakeModel(config.wake_model)
+        elif config.wake_engine in ("openwakeword", "two_stage"):
+            wake = WakeModel(models.path("wakeword"), config.wake_model)
         voice, fallback = load_voices(config, models)
         turn = None
         if config.endpoint == "smart_turn":
@@ -76,7 +82,19 @@ class LoadedModels:
             except (ModelError, ImportError, OSError) as exc:
                 log.warning("turn model unavailable (%s); ending turns after %d ms of silence — `stella models "
                             "install smart-turn` brings it back", exc, config.hangover_ms)
-        return cls(transcriber, SileroVad(), wake, voice, fallback, turn)
+        return cls(transcriber, SileroVad(), wake, voice, fallback, turn, name_hypotheses(config, models))
+
+
+def name_hypotheses(config: VoiceConfig, models: Models) -> NameHypotheses | None:
+    """The n-best second guess of the engines that check the name (None: off or no model)."""
+    if config.wake_nbest <= 0 or config.wake_engine not in ("phrase", "two_stage"):
+        return None
+    try:
+        return NameHypotheses(models.path(config.ct2_model), config.wake_nbest)
+    except (ModelError, ImportError, OSError) as exc:
+        log.warning("no n-best check of the wake word (%s): accented wake words are missed more often — "
+                    "`stella models install %s` brings it back", exc, config.ct2_model)
+        return None
 
 
 def load_voices(config: VoiceConfig, models: Models) -> tuple[Synthesizer, Synthesizer | None]:
@@ -111,7 +129,8 @@ def listening(config: VoiceConfig, loaded: LoadedModels, source: Source, intents
               played: PlayedLog | None = None) -> list[Processor]:
     """Microphone to user turns: source, [echo canceller], [acoustic wake], VAD, [barge-in], wake
     gate, ASR, turn taker. `played` is what playback plays (no canceller without it)."""
-    wake_word = config.wake_model if config.wake_engine == "openwakeword" else config.wake_phrase
+    acoustic = config.wake_engine in ("openwakeword", "two_stage")
+    wake_word = config.wake_model if acoustic else config.wake_phrase
     prompt = "" if config.wake_engine == "off" else wake_word.replace("_", " ").title() + "."
     processors: list[Processor] = [source]
     reference = None  # what the output really played, and when: the guard checks it too
@@ -119,18 +138,24 @@ def listening(config: VoiceConfig, loaded: LoadedModels, source: Source, intents
         cancel = EchoCancel(config, played)
         processors.append(cancel)
         reference = cancel.canceller.reference
-    if config.wake_engine == "openwakeword":
-        if loaded.wake is None or loaded.wake.name != config.wake_model:
-            raise ValueError(f"the models were loaded without the {config.wake_model} wake model")
-        processors.append(AcousticWake(loaded.wake, config.wake_threshold))
+    if acoustic:
+        two_stage = config.wake_engine == "two_stage"
+        micro = two_stage and config.wake_trigger == "micro"
+        if loaded.wake is None or loaded.wake.name != config.wake_model or micro != isinstance(
+                loaded.wake, MicroWakeModel):
+            raise ValueError(f"the models were loaded without the {config.wake_model} model of the "
+                             f"{config.wake_engine} engine")
+        threshold = config.wake_trigger_threshold if two_stage else config.wake_threshold
+        processors.append(AcousticWake(loaded.wake, threshold, candidates=two_stage))
     turn = loaded.turn if config.endpoint == "smart_turn" else None  # None: the fixed hang-over
     processors.append(Endpointer(config, loaded.vad, echo_guard(config, reference), turn))
     if config.barge_in:
         processors.append(BargeIn())
     return processors + [
-        WakeGate(config.wake_engine, config.wake_window_s),
+        WakeGate(config.wake_engine, config.wake_window_s, config.max_utterance_s),
         ASR(loaded.transcriber, prompt),
-        TurnTaker(wake_word, config.wake_window_s, engine=config.wake_engine, intents=intents),
+        TurnTaker(wake_word, config.wake_window_s, engine=config.wake_engine, intents=intents,
+                  hypotheses=loaded.hypotheses if config.wake_nbest > 0 else None),
     ]
 
 

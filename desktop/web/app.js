@@ -410,7 +410,9 @@ class SettingsPanel {
 
   _showWakeFields() {
     const engine = this.form.wake_engine.value;
-    for (const label of this.form.querySelectorAll('[data-for]')) label.hidden = label.dataset.for !== engine;
+    for (const label of this.form.querySelectorAll('[data-for]')) {
+      label.hidden = !label.dataset.for.split(' ').includes(engine);  // data-for: the engines it belongs to
+    }
   }
 }
 

@@ -115,7 +115,7 @@ def wake_label(voice: VoiceConfig) -> str:
     """The wake word as the window shows it ("" when there is none)."""
     if voice.wake_engine == "off":
         return ""
-    if voice.wake_engine == "openwakeword":
+    if voice.wake_engine in ("openwakeword", "two_stage"):
         return voice.wake_model.replace("_", " ").title()
     return voice.wake_phrase.title()
 
@@ -123,7 +123,8 @@ def wake_label(voice: VoiceConfig) -> str:
 def settings_event(settings: UserSettings, devices: dict[str, list[str]], paired: bool,
                    saved: bool = False) -> Settings:
     return Settings(values=asdict(settings), saved=saved,
-                    choices={"wake_engine": ["phrase", "openwakeword", "off"], "wake_model": list(WAKE_MODELS),
+                    choices={"wake_engine": ["phrase", "two_stage", "openwakeword", "off"],
+                             "wake_model": list(WAKE_MODELS),
                              "tts_engine": ["piper", "espeak"], "input_device": devices["input"],
                              "output_device": devices["output"]},
                     paired=paired)

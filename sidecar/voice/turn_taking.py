@@ -5,7 +5,9 @@ Two processors around ASR, so whisper only runs on speech that may be addressed:
 * `WakeGate` (before ASR) lets through what may be addressed: push-to-talk speech, speech
   that contains or follows an acoustic wake word (within `wake_window_s`), and — with the
   custom-phrase engine — every utterance, since whisper has to look for the name in it.
-  With the acoustic engine, idle chatter costs no ASR at all.
+  With the acoustic engine, idle chatter costs no ASR at all; with the two-stage engine only
+  utterances holding a trigger's candidate (sidecar.voice.wake_confirm) reach whisper, marked
+  for the name check like the phrase engine's.
 * `TurnTaker` (after ASR) decides with the transcripts in order: it strips the wake phrase
   ("Hey Jarvis, what time is it?" -> "what time is it?"), checks the custom phrase's name
   token, and starts a turn with what is left. A bare wake word ("Hey Stella.") makes the next
@@ -24,7 +26,11 @@ the state that matters, so a slow transcript can never let a question slip past.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from typing import Protocol
+
+import numpy as np
 
 from sidecar.frames import (
     Frame,
@@ -40,9 +46,19 @@ from sidecar.frames import (
 )
 from sidecar.intents import Intents, Stop, Tell, Volume, Wear
 from sidecar.pipeline import Direction, Processor
-from sidecar.voice.wake import NameMatcher
+from sidecar.voice.audio import RATE
+from sidecar.voice.wake import NameMatch, NameMatcher
+from sidecar.voice.wake_confirm import WakeCandidateFrame, WakeCandidates
 
 log = logging.getLogger(__name__)
+
+class Hypotheses(Protocol):
+    """Whisper's n-best readings of an utterance's first `head_s` seconds (wake_nbest.NameHypotheses)."""
+
+    head_s: float
+
+    def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]: ...
+
 
 # A wake word detected this long after an utterance ended still belongs to it (detection lag).
 WAKE_SLACK_S = 0.5
@@ -73,14 +89,23 @@ class WakeWindow:
 
 
 class WakeGate(Processor):
-    def __init__(self, engine: str, window_s: float) -> None:
+    def __init__(self, engine: str, window_s: float, max_utterance_s: float = 20.0) -> None:
         super().__init__()
         self.engine = engine
         self.window = WakeWindow(window_s)
+        self.candidates = WakeCandidates(max_utterance_s + 2.0)
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         if isinstance(frame, WakeFrame):
             self.window.wake(frame.t)
+        elif isinstance(frame, WakeCandidateFrame):
+            # The question after a bare wake word must reach ASR too; the turn taker takes it
+            # only if the candidate was confirmed.
+            self.window.wake(frame.t)
+            self.candidates.trigger(frame.t, frame.score)
+            for dropped in self.candidates.expire(frame.t):
+                log.debug("wake candidate at %.2f s dropped: no speech around it", dropped.t)
+            return
         elif isinstance(frame, UtteranceFrame) and not self._admit(frame):
             if frame.final:
                 log.info("not addressed: ignoring %.1f s of speech", frame.end - frame.start)
@@ -89,6 +114,11 @@ class WakeGate(Processor):
 
     def _admit(self, utterance: UtteranceFrame) -> bool:
         if utterance.push_to_talk or utterance.barge_in or self.engine == "off":
+            return True
+        if self.engine == "two_stage" and self.candidates.held(utterance.start, utterance.end) is not None:
+            utterance.verify_wake = True  # the turn taker confirms (or not) with the name
+            if utterance.final:
+                self.candidates.spend(utterance.end)
             return True
         if self.window.covers(utterance):
             if self.window.inside(utterance):
@@ -105,12 +135,14 @@ class TurnTaker(Processor):
     `intents` (optional) handles stop, volume and outfit requests locally."""
 
     def __init__(self, wake_word: str, window_s: float, *, engine: str = "phrase",
-                 intents: Intents | None = None) -> None:
+                 intents: Intents | None = None, hypotheses: Hypotheses | None = None) -> None:
         super().__init__()
         self.engine = engine
         self.intents = intents
         self.wake_word = wake_word
         self.matcher = NameMatcher(wake_word)
+        self.hypotheses = hypotheses  # whisper's n-best, asked when the transcript lacks the name
+        self.prompt = wake_word.replace("_", " ").title() + "."
         self.window = WakeWindow(window_s)
         self._turns = 0
 
@@ -133,9 +165,11 @@ class TurnTaker(Processor):
             await self._take(text, utterance)
             return
         found = self.matcher.match(text) if utterance.wake_inside or utterance.verify_wake else None
+        if found is None and utterance.verify_wake and self.hypotheses is not None:
+            found = await self._second_guess(text, utterance)
         if found is not None:
-            if utterance.verify_wake:  # the custom-phrase engine just heard its name
-                await self.push(WakeFrame(word=self.wake_word, score=1.0, engine="phrase", t=utterance.end))
+            if utterance.verify_wake:  # the custom-phrase engine (or the two-stage one) just heard its name
+                await self.push(WakeFrame(word=self.wake_word, score=1.0, engine=self.engine, t=utterance.end))
                 self.window.wake(utterance.end)
             if found.rest:
                 await self._take(found.rest, utterance)
@@ -147,6 +181,20 @@ class TurnTaker(Processor):
         else:
             log.info("not addressed: ignoring %d chars of speech", len(text))
             log.debug("not addressed: %r", text)
+
+    async def _second_guess(self, text: str, utterance: UtteranceFrame) -> NameMatch | None:
+        """The name in one of whisper's n-best readings of the utterance's start; the rest is
+        that reading's if it covers the utterance, else the transcript after as many words."""
+        assert self.hypotheses is not None
+        readings = await asyncio.to_thread(self.hypotheses, utterance.audio, self.prompt)
+        for reading in readings:
+            found = self.matcher.match(reading)
+            if found is not None:
+                log.debug("wake word in whisper's n-best: %r for %r", reading, text)
+                if len(utterance.audio) / RATE <= self.hypotheses.head_s:
+                    return found
+                return NameMatch(" ".join(text.split()[found.upto:]), found.upto)
+        return None
 
     async def _take(self, text: str, utterance: UtteranceFrame) -> None:
         self.window.spend()

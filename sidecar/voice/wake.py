@@ -1,10 +1,13 @@
 """Wake words: the always-on acoustic engine and the name matcher of the custom phrase.
 
 * `AcousticWake` runs an openWakeWord model (hey jarvis, alexa, ...) on every 80 ms of audio
-  — about 10 % of one core — and emits a `WakeFrame` when the score crosses the threshold.
+  — about 14 % of one core here — and emits a `WakeFrame` when the score crosses the
+  threshold; or, as the two-stage engine's trigger (`wake_confirm`), a microWakeWord model
+  (`MicroWakeModel`, ~6 ms of CPU per second) whose crossings are only candidates.
 * `NameMatcher` is the custom-phrase engine's decision ("hey stella"): whisper transcribes a
   VAD-gated utterance and the *name token* must be among its first words within edit distance
-  1 ("stela", "stellar" match; "bella" does not). A plain fuzzy ratio over the whole phrase
+  1 ("stela" matches; "bella" does not) or sound like it (`wake_phonetic`: "stettler",
+  "stellar", "estella"; not "stanley" or "still"). A plain fuzzy ratio over the whole phrase
   would let "hey luigi" through for "hey luna"; one edit on the name itself does not.
 """
 
@@ -18,50 +21,104 @@ import numpy as np
 
 from sidecar.frames import AudioFrame, Frame, WakeFrame
 from sidecar.pipeline import Direction, Processor
+from sidecar.voice.wake_confirm import WakeCandidateFrame
+from sidecar.voice.wake_phonetic import sounds_like
 
 CHUNK = 1280  # openWakeWord's hop: 80 ms at 16 kHz
+MICRO_STEP = 160  # microWakeWord's feature step: 10 ms
 
 
-class WakeModel:
-    """An openWakeWord model and its shared feature models, fed int16 audio of any length."""
+class Chunked:
+    """A wake model's shell: int16 audio of any length in, one score list per `step` samples out."""
+
+    step = CHUNK
+
+    def __init__(self) -> None:
+        self._pending = np.zeros(0, np.int16)
+
+    def scores(self, pcm: np.ndarray) -> list[float]:
+        """Scores for each complete step now available (usually 0 or 1 per call)."""
+        self._pending = np.concatenate([self._pending, pcm])
+        out: list[float] = []
+        while len(self._pending) >= self.step:
+            chunk, self._pending = self._pending[:self.step], self._pending[self.step:]
+            out += self._score(chunk.tobytes())
+        return out
+
+    def reset(self) -> None:
+        self._reset()
+        self._pending = np.zeros(0, np.int16)
+
+    def _score(self, chunk: bytes) -> list[float]:
+        raise NotImplementedError
+
+    def _reset(self) -> None:
+        raise NotImplementedError
+
+
+class WakeModel(Chunked):
+    """An openWakeWord model and its shared feature models, fed 80 ms at a time."""
 
     def __init__(self, folder: Path, name: str) -> None:
         from pyopen_wakeword import OpenWakeWord, OpenWakeWordFeatures
         from pyopen_wakeword.openwakeword import _find_tensorflowlite_c
 
+        super().__init__()
         lib = _find_tensorflowlite_c()
         self.name = name
         self._features = OpenWakeWordFeatures(folder / "melspectrogram.tflite", folder / "embedding_model.tflite", lib)
         self._detector = OpenWakeWord.from_model(folder / f"{name}.tflite", lib)
-        self._pending = np.zeros(0, np.int16)
 
-    def scores(self, pcm: np.ndarray) -> list[float]:
-        """Scores for each complete 80 ms chunk now available (usually 0 or 1 per call)."""
-        self._pending = np.concatenate([self._pending, pcm])
-        out: list[float] = []
-        while len(self._pending) >= CHUNK:
-            chunk, self._pending = self._pending[:CHUNK], self._pending[CHUNK:]
-            for embedding in self._features.process_streaming(chunk.tobytes()):
-                out.extend(self._detector.process_streaming(embedding))
-        return out
+    def _score(self, chunk: bytes) -> list[float]:
+        return [p for embedding in self._features.process_streaming(chunk)
+                for p in self._detector.process_streaming(embedding)]
 
-    def reset(self) -> None:
+    def _reset(self) -> None:
         self._features.reset()
         self._detector.reset()
-        self._pending = np.zeros(0, np.int16)
+
+
+class MicroWakeModel(Chunked):
+    """A microWakeWord model (shipped in the pymicro-wakeword wheel): a probability every 30 ms,
+    the mean of its last few outputs, as the model's own streaming front end computes it."""
+
+    step = MICRO_STEP
+
+    def __init__(self, name: str) -> None:
+        from pymicro_wakeword import MicroWakeWord, MicroWakeWordFeatures, Model
+
+        try:
+            model = Model(name)
+        except ValueError:
+            raise ValueError(f"no microWakeWord model {name!r}: choose one of {[m.value for m in Model]}") from None
+        super().__init__()
+        self.name = name
+        self._detector = MicroWakeWord.from_builtin(model)
+        self._features = MicroWakeWordFeatures()
+
+    def _score(self, chunk: bytes) -> list[float]:
+        probs = (self._detector.process_streaming_prob(f) for f in self._features.process_streaming(chunk))
+        return [p for p in probs if p is not None]
+
+    def _reset(self) -> None:
+        self._detector.reset()
+        self._features.reset()
 
 
 class AcousticWake(Processor):
-    """Scores all microphone audio; passes every frame on and adds a WakeFrame on detection.
+    """Scores all microphone audio; passes every frame on and adds a WakeFrame on detection —
+    or, with `candidates`, a WakeCandidateFrame for the two-stage engine to confirm.
 
     After a detection the engine is deaf for `refractory_s`, so one "hey jarvis" is one wake.
     """
 
-    def __init__(self, model: WakeModel, threshold: float, refractory_s: float = 1.5) -> None:
+    def __init__(self, model: WakeModel | MicroWakeModel, threshold: float, refractory_s: float = 1.5, *,
+                 candidates: bool = False) -> None:
         super().__init__()
         self.model = model
         self.threshold = threshold
         self.refractory_s = refractory_s
+        self.candidates = candidates
         self._quiet_until = -1.0
 
     async def start(self) -> None:
@@ -75,7 +132,11 @@ class AcousticWake(Processor):
         for score in self.model.scores(frame.pcm):
             if score >= self.threshold and end >= self._quiet_until:
                 self._quiet_until = end + self.refractory_s
-                await self.push(WakeFrame(word=self.model.name, score=round(score, 3), engine="openwakeword", t=end))
+                if self.candidates:
+                    await self.push(WakeCandidateFrame(word=self.model.name, score=round(score, 3), t=end))
+                else:
+                    await self.push(WakeFrame(word=self.model.name, score=round(score, 3), engine="openwakeword",
+                                              t=end))
 
 
 def words(text: str) -> list[str]:
@@ -97,14 +158,26 @@ def edit_distance(a: str, b: str) -> int:
 @dataclass(frozen=True)
 class NameMatch:
     rest: str  # what the user said after the name ("" if only the wake phrase)
+    upto: int = 0  # words up to and with the name
+
+
+# Words that may come before the name: greetings and fillers ("thanks, Stella" addresses her
+# too), and how whisper writes a quick "hey" ("a", "eh", "hay").
+LEAD_INS = frozenset({"hey", "hi", "hello", "hay", "heh", "a", "ay", "eh", "oh", "okay", "ok", "yo", "um", "uh", "so",
+                      "thanks", "cool", "well", "right", "good", "morning", "evening"})
+# "Hey Stella" run together is heard as "Case Taylor", "Face Tetler", "Here's Teller": the "s"
+# went to the first word. These lead-ins give it back; "please" (a real "Please tell us") does not.
+FUSED_LEAD_INS = frozenset({"case", "face", "here's", "peace", "hays", "heys", "hey's", "haze", "kase"})
 
 
 class NameMatcher:
-    """Finds the wake phrase's name token near the start of a transcript.
+    """Finds the wake phrase's name token at the start of a transcript.
 
     The name is the phrase's last word ("hey stella" -> "stella"; "hey_jarvis" -> "jarvis").
-    It must appear within the first `len(phrase) + 1` words, at edit distance <= 1 (exact for
-    names shorter than 4 letters, where one edit is most of the word).
+    It must come first or after lead-ins only (the phrase's own words, "hey", "a", "okay", ...),
+    within the first `len(phrase) + 1` words — "I told Stella" is not a wake word — at edit
+    distance <= 1 (exact for names shorter than 4 letters, where one edit is most of the word)
+    or sounding like it (`sounds_like`), also with the "s" whisper moved to a fused lead-in.
     """
 
     def __init__(self, phrase: str) -> None:
@@ -112,13 +185,25 @@ class NameMatcher:
         if not tokens:
             raise ValueError("the wake phrase has no words")
         self.name = tokens[-1]
+        self.lead_ins = LEAD_INS | set(tokens[:-1])
         self.reach = len(tokens) + 1
         self.max_distance = 1 if len(self.name) >= 4 else 0
 
+    def is_name(self, word: str, before: str) -> bool:
+        """Also a quick "hey" run into the name as one word ("Kistela", "Astella")."""
+        return (edit_distance(word, self.name) <= self.max_distance or sounds_like(word, self.name)
+                or (before in FUSED_LEAD_INS and sounds_like("s" + word, self.name))
+                or (not before and len(word) > len(self.name) and sounds_like(word[2:], self.name)))
+
     def match(self, transcript: str) -> NameMatch | None:
         spans = list(re.finditer(r"[A-Za-z0-9']+", transcript))
-        for m in spans[:self.reach]:
-            if edit_distance(m.group().lower(), self.name) <= self.max_distance:
+        before = ""
+        for i, m in enumerate(spans[:self.reach]):
+            word = m.group().lower()
+            if self.is_name(word, before):
                 rest = transcript[m.end():].lstrip(" ,.!?;:-\u2014")
-                return NameMatch(rest.strip())
+                return NameMatch(rest.strip(), i + 1)
+            if word not in self.lead_ins and word not in FUSED_LEAD_INS:
+                return None
+            before = word
         return None

@@ -182,6 +182,16 @@ def test_settings_are_kept_and_bad_ones_refused_in_plain_words(page, engine: Eng
         engine.supervisor.command.index("--server") + 1]
 
 
+def test_the_two_stage_wake_word_is_offered_with_its_model_choice(page, engine: Engine, assets: str) -> None:
+    open_ui(page, engine, assets)
+    page.click("#open-settings")
+    form = page.locator("#settings-form")
+    until(page, "document.querySelector('[name=server_url]').value.startsWith('http://127.0.0.1')")
+    form.locator("[name=wake_engine]").select_option("two_stage")
+    assert form.locator("[name=wake_model]").is_visible(), "the built-in word to listen for is chosen here too"
+    assert not form.locator("[name=wake_phrase]").is_visible()
+
+
 def test_without_webgl_the_character_comes_as_frames_from_the_engine(browser, engine: Engine, assets: str) -> None:
     page = browser.new_page()
     try:

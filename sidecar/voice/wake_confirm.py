@@ -1,0 +1,76 @@
+"""The two-stage acoustic wake word: a cheap trigger opens a candidate, whisper confirms it.
+
+An acoustic model alone cannot tell "hey jarvis" from "hey travis" said by a voice it never
+heard (pyopen-wakeword scored such look-alikes 0.76–0.98), and set strict enough to refuse
+them it misses accented wake words. So the trigger (microWakeWord, ~6 ms of CPU per second of
+audio) is set permissive and only *opens a candidate*; the candidate wakes Stella only if
+
+1. the VAD heard speech around it (the VAD gate: a trigger on music, a door or a fan never
+   costs whisper anything and never wakes), and
+2. whisper, prompted with the phrase, hears the name in that utterance (`NameMatcher`,
+   spelling within one edit or the same phonetic key) — the turn taker's check.
+
+`WakeCandidates` is the sans-I/O bookkeeping of stage 1: candidates in, "does this utterance
+hold one?" out, stale ones dropped. Times are stream seconds; no clock is read here.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from sidecar.frames import ControlFrame
+
+log = logging.getLogger(__name__)
+
+# A trigger fires at the end of the wake word, up to this long after the VAD's utterance
+# ended (the model's window lags), or shortly before the VAD opened it (pre-roll).
+SLACK_S = 0.6
+
+
+@dataclass(kw_only=True)
+class WakeCandidateFrame(ControlFrame):
+    """The acoustic trigger may have heard the wake word at `t` (not a wake: unconfirmed)."""
+
+    word: str
+    score: float
+
+
+@dataclass(frozen=True)
+class Candidate:
+    t: float
+    score: float
+
+
+class WakeCandidates:
+    """Open candidates until an utterance claims them or `max_age_s` passes without speech.
+
+    `max_age_s` covers the longest wait for the VAD to end the utterance holding the wake
+    word (the question said in one breath after it, up to the utterance limit).
+    """
+
+    def __init__(self, max_age_s: float) -> None:
+        self.max_age_s = max_age_s
+        self._open: list[Candidate] = []
+        self.dropped = 0  # candidates no speech claimed: rejected by the VAD gate
+
+    def trigger(self, t: float, score: float) -> None:
+        self._open.append(Candidate(t, score))
+
+    def held(self, start: float, end: float) -> Candidate | None:
+        """The best open candidate inside the utterance [start, end] (left open: the final
+        utterance frame follows the early one with the same span)."""
+        inside = [c for c in self._open if start - SLACK_S <= c.t <= end + SLACK_S]
+        return max(inside, key=lambda c: c.score) if inside else None
+
+    def expire(self, now: float) -> list[Candidate]:
+        """Drop and return the candidates older than `max_age_s` at stream time `now`."""
+        old = [c for c in self._open if c.t < now - self.max_age_s]
+        if old:
+            self._open = [c for c in self._open if c.t >= now - self.max_age_s]
+            self.dropped += len(old)
+        return old
+
+    def spend(self, end: float) -> None:
+        """An utterance ending at `end` was checked: candidates inside it are done."""
+        self._open = [c for c in self._open if c.t > end + SLACK_S]

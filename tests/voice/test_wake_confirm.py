@@ -1,0 +1,156 @@
+"""The two-stage wake word: candidates (fake stream times), the gate and turn taker around
+them, the microWakeWord trigger on real speech, and the whole front end end to end."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sidecar.config import VoiceConfig
+from sidecar.frames import EndFrame, Frame, TranscriptFrame, UserTurnFrame, UtteranceFrame, WakeFrame
+from sidecar.voice.audio import RATE, to_int16
+from sidecar.voice.turn_taking import TurnTaker, WakeGate
+from sidecar.voice.wake import AcousticWake, MicroWakeModel
+from sidecar.voice.wake_confirm import WakeCandidateFrame, WakeCandidates
+from sidecar.voice_loop import listening
+
+from . import harness
+from .speech import concat, espeak, silence
+
+
+def test_a_candidate_is_held_by_the_utterance_around_it_until_spent():
+    c = WakeCandidates(max_age_s=10)
+    c.trigger(2.4, 0.7)
+    c.trigger(2.5, 0.9)
+    assert c.held(0.0, 1.0) is None, "an utterance that ended well before the trigger does not hold it"
+    assert c.held(1.5, 2.1).score == 0.9, "the trigger lags the words: the best candidate nearby counts"
+    assert c.held(1.5, 2.1) is not None, "asking does not spend it (the final utterance frame follows)"
+    c.spend(2.1)
+    assert c.held(1.5, 2.1) is None
+
+
+def test_a_candidate_without_speech_around_it_expires():
+    c = WakeCandidates(max_age_s=10)
+    c.trigger(5.0, 0.8)
+    assert c.expire(14.0) == [] and c.held(4.0, 5.5) is not None
+    assert [x.t for x in c.expire(15.5)] == [5.0]
+    assert c.held(4.0, 5.5) is None and c.dropped == 1
+
+
+def utterance(start: float, end: float, final: bool = True) -> UtteranceFrame:
+    return UtteranceFrame(audio=np.zeros(16, np.float32), start=start, end=end, t=end + 0.3, final=final)
+
+
+def candidate(t: float) -> WakeCandidateFrame:
+    return WakeCandidateFrame(word="hey_jarvis", score=0.8, t=t)
+
+
+def passed(frames: list[Frame]) -> list[UtteranceFrame]:
+    return [f for f in frames if isinstance(f, UtteranceFrame)]
+
+
+def test_the_gate_sends_only_candidate_utterances_and_what_follows_them_to_asr():
+    chatter, with_candidate, question, late = utterance(0, 2), utterance(3, 5), utterance(6, 7), utterance(30, 31)
+    out = harness.run([chatter, candidate(4.6), with_candidate, question, late, EndFrame()],
+                      [WakeGate("two_stage", window_s=8)])
+    assert passed(out) == [with_candidate, question]
+    assert with_candidate.verify_wake and not question.verify_wake, "only the candidate's utterance is checked"
+    assert not [f for f in out if isinstance(f, WakeCandidateFrame)], "a candidate is not a wake: the gate keeps it"
+
+
+def heard(u: UtteranceFrame, text: str) -> TranscriptFrame:
+    return TranscriptFrame(text=text, asr_ms=1.0, utterance=u, t=u.t + 0.5)
+
+
+def two_stage_turns(transcripts: list[tuple[UtteranceFrame, str, float | None]]) -> list[Frame]:
+    """Gate then turn taker, each utterance's transcript right after it (as ASR would)."""
+    script: list[Frame | float] = []
+    for u, text, trigger in transcripts:
+        if trigger is not None:
+            script.append(candidate(trigger))
+        script += [u, heard(u, text)]
+    return harness.run([*script, EndFrame()],
+                       [WakeGate("two_stage", 8), TurnTaker("hey_jarvis", 8, engine="two_stage")])
+
+
+def test_whisper_confirms_the_candidate_when_it_hears_the_name():
+    u = utterance(1, 3)
+    out = two_stage_turns([(u, "Hey Jarvis, what time is it?", 2.2)])
+    assert [(f.engine, f.t) for f in out if isinstance(f, WakeFrame)] == [("two_stage", 3)]
+    assert [f.text for f in out if isinstance(f, UserTurnFrame)] == ["what time is it?"]
+
+
+def test_a_candidate_whisper_hears_as_another_name_does_not_wake_nor_its_follow_up():
+    out = two_stage_turns([(utterance(1, 3), "Hey Travis, are you coming?", 2.2),
+                           (utterance(4, 5), "We leave at six.", None)])
+    assert not [f for f in out if isinstance(f, (WakeFrame, UserTurnFrame))]
+
+
+def test_a_confirmed_bare_wake_word_makes_the_next_utterance_the_question():
+    out = two_stage_turns([(utterance(1, 2), "Hey, Jervis.", 2.3), (utterance(3, 5), "Turn the lights on.", None)])
+    assert [f.text for f in out if isinstance(f, UserTurnFrame)] == ["Turn the lights on."]
+
+
+def frames_of(audio: np.ndarray) -> list[Frame]:
+    from sidecar.frames import AudioFrame
+
+    pcm = to_int16(audio)
+    return [AudioFrame(pcm=pcm[i:i + 320], rate=RATE, t=i / RATE) for i in range(0, len(pcm) - 319, 320)]
+
+
+def test_the_micro_trigger_opens_candidates_on_the_wake_word_only(piper):
+    audio = concat(silence(1.0), piper("Hey Jarvis."), silence(1.5), piper("The bus was late again this morning."),
+                   silence(1.0))
+    out = harness.run([*frames_of(audio), EndFrame()], [AcousticWake(MicroWakeModel("hey_jarvis"), 0.5,
+                                                                     candidates=True)])
+    found = [f for f in out if isinstance(f, WakeCandidateFrame)]
+    assert len(found) == 1 and 1.0 < found[0].t < 1.0 + len(piper("Hey Jarvis.")) / RATE + 0.6
+    assert not [f for f in out if isinstance(f, WakeFrame)], "the trigger alone never wakes her"
+
+
+def test_an_unknown_micro_model_is_a_clear_error():
+    import pytest
+
+    with pytest.raises(ValueError, match="no microWakeWord model 'hey_stella'"):
+        MicroWakeModel("hey_stella")
+
+
+class Candidates(harness.Collect):
+    """Keeps the trigger's candidates (the gate swallows them further down)."""
+
+    async def process(self, frame: Frame, direction) -> None:
+        if isinstance(frame, WakeCandidateFrame):
+            self.frames.append(frame)
+        await self.push(frame, direction)
+
+
+def test_the_two_stage_front_end_wakes_on_a_held_out_voice_and_not_on_a_look_alike(engines):
+    """Real trigger (openWakeWord hey_jarvis, the engines fixture's), VAD, gate, whisper and
+    turn taker on speech from a voice the bench holds out (espeak-ng Scottish English, female):
+    she asks, then calls someone else — a look-alike the trigger also takes for the wake word."""
+    config = VoiceConfig(wake_engine="two_stage", wake_model="hey_jarvis")
+    voice = {"voice": "en-gb-scotland+f3", "speed": 150}
+    ask, other = espeak("Hey Jarvis, what time is it?", **voice), espeak("Hey Travis, are you coming tonight?", **voice)
+    audio = concat(silence(1.0), ask, silence(2.5), other, silence(2.5))
+    processors = listening(config, engines, harness.Feed([]))[1:]
+    candidates = Candidates()
+    processors.insert(next(i for i, p in enumerate(processors) if isinstance(p, WakeGate)), candidates)
+    out = harness.run([*frames_of(audio), EndFrame()], processors, timeout=120)
+    wakes = [f for f in out if isinstance(f, WakeFrame)]
+    turns = [f.text for f in out if isinstance(f, UserTurnFrame)]
+    look_alike_at = 1.0 + (len(ask) / RATE) + 2.5
+    assert any(f.t > look_alike_at for f in candidates.frames), "the look-alike opened a candidate (stage 1 fooled)"
+    assert len(wakes) == 1 and wakes[0].engine == "two_stage" and wakes[0].t < look_alike_at, \
+        [(f.t, f.engine) for f in wakes]
+    assert len(turns) == 1 and "time" in turns[0].lower(), turns
+
+
+def test_two_stage_settings_are_checked_with_clear_errors():
+    import pytest
+
+    with pytest.raises(ValueError, match="wake_trigger_threshold"):
+        VoiceConfig(wake_engine="two_stage", wake_trigger_threshold=1.5)
+    with pytest.raises(ValueError, match="for the microWakeWord trigger"):
+        VoiceConfig(wake_engine="two_stage", wake_trigger="micro", wake_model="hey_rhasspy")
+    with pytest.raises(ValueError, match="wake_nbest"):
+        VoiceConfig(wake_nbest=-1)
+    assert VoiceConfig(wake_engine="two_stage", wake_model="hey_rhasspy").wake_trigger == "openwakeword"

@@ -1,0 +1,52 @@
+"""The phonetic key: accented spellings of the name match, look-alikes from the corpus do not."""
+
+from __future__ import annotations
+
+import pytest
+
+from sidecar.voice.wake import NameMatcher
+from sidecar.voice.wake_phonetic import phonetic_key, sounds_like, syllables
+
+
+@pytest.mark.parametrize("word", ["Stella", "stela", "Stellar", "Stettler", "Statler", "Estella", "Sdella",
+                                  "Stella's", "stellah"])
+def test_spellings_whisper_gave_for_stella_sound_like_it(word):
+    assert sounds_like(word, "stella")
+
+
+@pytest.mark.parametrize("word", ["Stanley", "Bella", "tell", "still", "steel", "style", "stole", "Sheila", "Ella"])
+def test_look_alikes_do_not_sound_like_stella(word):
+    assert not sounds_like(word, "stella")
+
+
+@pytest.mark.parametrize("word, same", [("Jervis", True), ("Javis", True), ("Travis", False), ("service", False),
+                                        ("Harvest", False), ("Davis", False), ("Mavis", False), ("Garvey", False)])
+def test_jarvis(word, same):
+    assert sounds_like(word, "jarvis") is same
+
+
+def test_the_key_drops_vowels_merges_voicing_and_a_non_rhotic_r():
+    assert phonetic_key("stellar") == phonetic_key("sdela") == "stl"
+    assert phonetic_key("travis") == "trfs", "an r before a vowel is said, so kept"
+    assert syllables("style") == 1 and syllables("stella") == 2
+
+
+@pytest.mark.parametrize("transcript, rest", [
+    ("Hey Stellar, what time is it?", "what time is it?"),
+    ("A Stettler. Turn it down.", "Turn it down."),
+    ("Hey Estella!", ""),
+    ("Case Taylor, what time is it?", "what time is it?"),
+    ("Here's Tetler.", ""),
+    ("Kistela.", ""),
+    ("Thanks Stella. It's a time of five minutes.", "It's a time of five minutes."),
+])
+def test_the_matcher_takes_the_name_as_whisper_misspells_it(transcript, rest):
+    found = NameMatcher("hey stella").match(transcript)
+    assert found is not None and found.rest == rest
+
+
+@pytest.mark.parametrize("transcript", ["Please tell us what happened.", "Still waiting for the bus.",
+                                        "Hey Stanley, over here.", "Hey, tell her I said hello.", "Hey Sheila!",
+                                        "I told Stella about the party.", "Let's tell them."])
+def test_the_matcher_refuses_the_corpus_look_alikes(transcript):
+    assert NameMatcher("hey stella").match(transcript) is None
