@@ -82,15 +82,19 @@ class LoadedModels:
             except (ModelError, ImportError, OSError) as exc:
                 log.warning("turn model unavailable (%s); ending turns after %d ms of silence — `stella models "
                             "install smart-turn` brings it back", exc, config.hangover_ms)
-        return cls(transcriber, SileroVad(), wake, voice, fallback, turn, name_hypotheses(config, models))
+        return cls(transcriber, SileroVad(), wake, voice, fallback, turn, name_hypotheses(config, models, transcriber))
 
 
-def name_hypotheses(config: VoiceConfig, models: Models) -> NameHypotheses | None:
-    """The n-best second guess of the engines that check the name (None: off or no model)."""
+def name_hypotheses(config: VoiceConfig, models: Models, transcriber: Transcribes | None = None
+                    ) -> NameHypotheses | None:
+    """The n-best second guess of the engines that check the name (None: off or no model), on
+    the ASR's own CTranslate2 model when it has one."""
     if config.wake_nbest <= 0 or config.wake_engine not in ("phrase", "two_stage"):
         return None
+    if isinstance(transcriber, CT2Transcriber):
+        return NameHypotheses(transcriber, config.wake_nbest)
     try:
-        return NameHypotheses(models.path(config.ct2_model), config.wake_nbest)
+        return NameHypotheses(CT2Transcriber(models.path(config.ct2_model), 1), config.wake_nbest)
     except (ModelError, ImportError, OSError) as exc:
         log.warning("no n-best check of the wake word (%s): accented wake words are missed more often — "
                     "`stella models install %s` brings it back", exc, config.ct2_model)

@@ -105,6 +105,7 @@ class CT2Transcriber:
         self._bpe = BPE(folder)
         special = {t: i for i, t in enumerate(self._vocab) if t.startswith("<|")}
         self._start = [special["<|startoftranscript|>"]]  # with timestamps: the repetition guard reads them
+        self._no_timestamps = special["<|notimestamps|>"]
         self._prev = special["<|startofprev|>"]
         self._end = special["<|endoftext|>"]
         self._time0 = special["<|notimestamps|>"] + 1  # <|0.00|>; each next id is 20 ms later
@@ -115,17 +116,37 @@ class CT2Transcriber:
         if len(audio) < RATE // 10 or (abort is not None and abort.is_set()):
             return ""
         seconds = (LEAD_IN + len(audio)) / RATE
-        frames = window(seconds, self.min_frames)
-        padded = np.zeros(frames * 160 + 160, np.float32)  # log_mel drops the last frame
-        usable = min(len(audio), len(padded) - LEAD_IN)
-        padded[LEAD_IN:LEAD_IN + usable] = audio[:usable]
-        features = self._ct2.StorageView.from_array(np.ascontiguousarray(log_mel(padded)[None, :, :frames]))
-        tokens = ([self._prev, *self._bpe.encode(" " + prompt.strip())] if prompt.strip() else []) + self._start
-        (result,) = self._model.generate(features, [tokens], beam_size=1, max_length=int(8 * seconds) + 16,
-                                         no_repeat_ngram_size=0, suppress_blank=True)
+        features = self._features(audio, self.min_frames)
+        (result,) = self._model.generate(features, [self._prompt(prompt) + self._start], beam_size=1,
+                                         max_length=int(8 * seconds) + 16, no_repeat_ngram_size=0,
+                                         suppress_blank=True)
         if abort is not None and abort.is_set():
             return ""
         return unrepeat(clean(self._text(result.sequences_ids[0], seconds)))
+
+    def readings(self, audio: np.ndarray, n: int, prompt: str = "") -> list[str]:
+        """The `n` best readings of a short float32 16 kHz clip (beam search, no timestamps): what
+        else whisper could have heard (the wake word's second guess, sidecar/voice/wake_nbest.py)."""
+        if len(audio) < RATE // 10:
+            return []
+        seconds = (LEAD_IN + len(audio)) / RATE
+        (result,) = self._model.generate(self._features(audio, MIN_FRAMES), [self._prompt(prompt) + self._start
+                                                                             + [self._no_timestamps]],
+                                         beam_size=n, num_hypotheses=n, max_length=int(8 * seconds) + 8)
+        return [bytes(self._bytes[c] for i in ids if i < self._end for c in self._vocab[i]).decode(
+            "utf-8", errors="replace").strip() for ids in result.sequences_ids]
+
+    def _features(self, audio: np.ndarray, min_frames: int):  # noqa: ANN202 (a ctranslate2.StorageView)
+        """The log-mel of the audio after a lead-in of silence, its window at least `min_frames`."""
+        frames = window((LEAD_IN + len(audio)) / RATE, min_frames)
+        padded = np.zeros(frames * 160 + 160, np.float32)  # log_mel drops the last frame
+        usable = min(len(audio), len(padded) - LEAD_IN)
+        padded[LEAD_IN:LEAD_IN + usable] = audio[:usable]
+        return self._ct2.StorageView.from_array(np.ascontiguousarray(log_mel(padded)[None, :, :frames]))
+
+    def _prompt(self, prompt: str) -> list[int]:
+        """What came before, as whisper's previous-text tokens ("Hey Stella." spells the name)."""
+        return [self._prev, *self._bpe.encode(" " + prompt.strip())] if prompt.strip() else []
 
     def _text(self, ids: list[int], seconds: float) -> str:
         """The words of the segments that start before the audio's end."""

@@ -243,7 +243,7 @@ def main() -> None:
     models = Models()
     asr = VoiceConfig(wake_engine="off", asr_engine=args.asr)
     base = LoadedModels.load(asr, models)
-    base.hypotheses = name_hypotheses(VoiceConfig(wake_engine="phrase"), models)
+    base.hypotheses = name_hypotheses(VoiceConfig(wake_engine="phrase"), models, base.transcriber)
     folder, tag = wake_corpus.ROOT / "transcripts", asr.ct2_model if args.asr == "ctranslate2" else asr.asr_model
     memo = MemoTranscriber(base.transcriber, folder, tag)
     memoised = dataclasses.replace(base, transcriber=memo, hypotheses=base.hypotheses and MemoHypotheses(

@@ -11,6 +11,7 @@ import pytest
 from remote_api.shared.models.provision import Models
 from sidecar.config import VoiceConfig
 from sidecar.frames import EndFrame, Frame, TranscriptFrame, UserTurnFrame, UtteranceFrame, WakeFrame
+from sidecar.voice.asr_ct2 import CT2Transcriber
 from sidecar.voice.audio import RATE
 from sidecar.voice.turn_taking import TurnTaker
 from sidecar.voice.wake import NameMatcher
@@ -26,7 +27,7 @@ SCOTTISH = {"voice": "en-gb-scotland+f2", "speed": 150}  # the voice of the issu
 
 @pytest.fixture(scope="module")
 def hypotheses() -> NameHypotheses:
-    return NameHypotheses(Models().path(VoiceConfig().ct2_model))
+    return NameHypotheses(CT2Transcriber(Models().path(VoiceConfig().ct2_model), 1))
 
 
 def test_the_name_whisper_missed_is_among_its_best_readings(engines, hypotheses):
