@@ -141,13 +141,8 @@ class EchoGuard:
         self._clear = self._clear + 1 if heard_db > self.residue_db + self.margin_db else 0
         user = probability >= self.threshold and heard_db > self.allowed_db + self.margin_db
         if not user:  # learn the coupling from echo only: the user talking over it is not echo
+            self._ratios.add(ratio_db)
             self._raw_ratios.add(raw_db)
-            if raw is None or self.trusted:
-                # What the canceller leaves, learnt only once it has shown it cancels: before it
-                # has converged its output is her echo nearly whole (measured at 0 dB: a residue
-                # of -7.7 dB learnt over the first replies, while it was removing 30 dB, hid a
-                # talk-over completely).
-                self._ratios.add(ratio_db)
         self._run = self._run + 1 if user else 0
         if log.isEnabledFor(logging.DEBUG):  # the decision's figures, window by window
             log.debug("guard t=%.3f p=%.2f cleaned=%.1f raw=%.1f allowed=%.1f residue=%.1f raw_coupling=%.1f run=%d",
