@@ -22,6 +22,7 @@ import json
 import math
 import re
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
@@ -108,7 +109,7 @@ class CT2Transcriber:
         self._no_timestamps = special["<|notimestamps|>"]
         self._prev = special["<|startofprev|>"]
         self._end = special["<|endoftext|>"]
-        self._time0 = special["<|notimestamps|>"] + 1  # <|0.00|>; each next id is 20 ms later
+        self._time0 = self._no_timestamps + 1  # <|0.00|>; each next id is 20 ms later
 
     def __call__(self, audio: np.ndarray, abort: threading.Event | None = None, prompt: str = "") -> str:
         """Text of a float32 16 kHz utterance. `abort` is checked before decoding (a CTranslate2 run
@@ -133,8 +134,7 @@ class CT2Transcriber:
         (result,) = self._model.generate(self._features(audio, MIN_FRAMES), [self._prompt(prompt) + self._start
                                                                              + [self._no_timestamps]],
                                          beam_size=n, num_hypotheses=n, max_length=int(8 * seconds) + 8)
-        return [bytes(self._bytes[c] for i in ids if i < self._end for c in self._vocab[i]).decode(
-            "utf-8", errors="replace").strip() for ids in result.sequences_ids]
+        return [self._decode(i for i in ids if i < self._end).strip() for ids in result.sequences_ids]
 
     def _features(self, audio: np.ndarray, min_frames: int):  # noqa: ANN202 (a ctranslate2.StorageView)
         """The log-mel of the audio after a lead-in of silence, its window at least `min_frames`."""
@@ -159,4 +159,8 @@ class CT2Transcriber:
                 inside = not inside
             elif i < self._end:
                 kept.append(i)
-        return bytes(self._bytes[c] for i in kept for c in self._vocab[i]).decode("utf-8", errors="replace")
+        return self._decode(kept)
+
+    def _decode(self, ids: Iterable[int]) -> str:
+        """Token ids (text tokens only) to text, through the vocabulary's byte-level pieces."""
+        return bytes(self._bytes[c] for i in ids for c in self._vocab[i]).decode("utf-8", errors="replace")
