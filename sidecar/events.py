@@ -61,6 +61,12 @@ class EachEventOnce:
         self.handle(frame)
 
 
+# Not in the process log: tokens, sentences and TTS lines carry what she says, and the mouth
+# moves ~30 times a second (at INFO, a line each flooded the app's log and cost the event loop).
+# The JSONL file has them all.
+NOT_LOGGED = frozenset({"token", "sentence", "tts", "mouth"})
+
+
 class EventLog(EachEventOnce):
     """Writes frames that are events as JSON lines (flushed at once, so a test can follow)."""
 
@@ -70,7 +76,7 @@ class EventLog(EachEventOnce):
 
     def _write(self, frame: Frame) -> None:
         record = event_record(frame)
-        if frame.event not in ("token", "sentence", "tts"):
+        if frame.event not in NOT_LOGGED:
             if log.isEnabledFor(logging.DEBUG):
                 log.debug("event %s", json.dumps(record, ensure_ascii=False))
             else:  # what was said, either way, stays out of the log at INFO: its length only

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +13,25 @@ from remote_api.llama_server import LlamaServer
 from tests import services
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _process_logging_restored() -> Iterator[None]:
+    """Undo a test's process-wide logging set-up (a CLI's `main()` run in-process).
+
+    `setup_logging` points the root logger at the `sys.stderr` of that moment — pytest's capture,
+    closed when the test ends — at INFO. Left in place, every later INFO line in the session
+    failed to write and printed a whole traceback instead: thousands of them inside the real-time
+    voice tests, whose microphone path then fell behind and heard Stella's echo over the user.
+    """
+    root = logging.getLogger()
+    handlers, level = set(root.handlers), root.level
+    yield
+    for handler in root.handlers[:]:
+        if handler not in handlers and not type(handler).__module__.startswith("_pytest"):
+            root.removeHandler(handler)
+            handler.close()
+    root.setLevel(level)
 
 
 @pytest.fixture(scope="session")

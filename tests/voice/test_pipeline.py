@@ -16,6 +16,7 @@ from sidecar.frames import (
     ErrorFrame,
     Frame,
     InterruptionFrame,
+    MouthFrame,
     SentenceFrame,
     TokenFrame,
     TranscriptFrame,
@@ -65,6 +66,18 @@ def test_frames_flow_in_order_and_the_log_has_each_event_once(tmp_path):
     assert [x["type"] for x in lines] == ["token"] * 5 + ["end"], "one line per event, however many hops"
     assert all(isinstance(x["t"], float) and x["t"] >= 0 for x in lines)
     assert lines[0] == {"type": "token", "t": lines[0]["t"], "turn": 1, "index": 0, "text": "w0"}
+
+
+def test_the_process_log_gets_turn_events_not_the_mouth_moving_thirty_times_a_second(tmp_path, caplog):
+    log = EventLog(tmp_path / "events.jsonl")
+    frames = [MouthFrame(level=k / 50, t=k * 0.02) for k in range(50)]
+    caplog.set_level("INFO", logger="sidecar.events")
+    asyncio.run(asyncio.wait_for(Pipeline([Feed([*frames, EndFrame()]), Collect()], Clock(), [log]).run(), 5))
+    log.close()
+    lines = (tmp_path / "events.jsonl").read_text().splitlines()
+    assert len(lines) == 51, "the JSONL file keeps every mouth frame"
+    logged = [json.loads(r.getMessage().removeprefix("event "))["type"] for r in caplog.records]
+    assert logged == ["end"], caplog.text
 
 
 def test_an_interruption_drops_queued_output_but_never_what_the_user_said():
