@@ -78,16 +78,17 @@ class VoiceConfig:
     # the utterance's first 3 s (sidecar/voice/wake_nbest.py; 0 = off): accents and noise.
     wake_nbest: int = 4
     wake_window_s: float = 8.0  # after a bare wake word, how long the next utterance is addressed
-    # ASR: "whisper.cpp" (pywhispercpp, a window of at least 15 s) with the ggml `asr_model`, or
-    # "ctranslate2" (int8, a window of the utterance's own length, at least `ct2_window_s`) with
-    # `ct2_model`. tests/bench/asr_engines.py, same tiny.en weights, 96 clips of six voices:
+    # ASR: "ctranslate2" (int8, a window of the utterance's own length, at least `ct2_window_s`)
+    # with `ct2_model`, or "whisper.cpp" (pywhispercpp, a window of at least 15 s) with the ggml
+    # `asr_model`. tests/bench/asr_engines.py, same tiny.en weights, 96 clips of six voices:
     # CTranslate2 with a 6 s window made fewer word errors (tuning 13.4 %, held-out 8.2 %) than
-    # whisper.cpp (16.7 %, 9.8 %) in a fraction of the time (~0.2 s a clip, hidden inside the
-    # hang-over; whisper.cpp took 1.7-3.7 s on a loaded machine). whisper.cpp stays the default:
-    # in two clean-clone CI runs CTranslate2 (6 s window) misheard a question said over Stella's
-    # echo ("Tell me about Paris." -> "Tell me I'm out Paris.", tests/voice/test_echo_guard.py)
-    # that whisper.cpp hears right. 0 threads = every core (at most 4).
-    asr_engine: Literal["ctranslate2", "whisper.cpp"] = "whisper.cpp"
+    # whisper.cpp (16.7 %, 9.8 %) in a fraction of the time (~0.2 s a clip where whisper.cpp took
+    # 1.7-3.7 s on a loaded machine: its threads spin on a busy core). The talk-over "Tell me about
+    # Paris." heard as "Tell me I'm out Paris." in clean-clone CI runs came from both engines, so
+    # not from CTranslate2 (the likeliest cause, a test's logging set-up leaking into the
+    # real-time voice tests, is mended in tests/conftest.py). 0 threads = every core (at most 4): when the user has just stopped speaking
+    # nothing else needs them.
+    asr_engine: Literal["ctranslate2", "whisper.cpp"] = "ctranslate2"
     asr_model: str = "whisper-tiny.en"
     ct2_model: str = "whisper-tiny.en-ct2"
     ct2_window_s: float = 6.0  # CTranslate2's shortest encoder window (tests/bench/asr_engines.py)
