@@ -86,8 +86,9 @@ class VoiceConfig:
     # 1.7-3.7 s on a loaded machine: its threads spin on a busy core). The talk-over "Tell me about
     # Paris." heard as "Tell me I'm out Paris." in clean-clone CI runs came from both engines, so
     # not from CTranslate2 (the likeliest cause, a test's logging set-up leaking into the
-    # real-time voice tests, is mended in tests/conftest.py). 0 threads = every core (at most 4): when the user has just stopped speaking
-    # nothing else needs them.
+    # real-time voice tests, is mended in tests/conftest.py).
+    # 0 threads = every core (at most 4): when the user has just stopped speaking nothing else
+    # needs them.
     asr_engine: Literal["ctranslate2", "whisper.cpp"] = "ctranslate2"
     asr_model: str = "whisper-tiny.en"
     ct2_model: str = "whisper-tiny.en-ct2"
