@@ -64,8 +64,9 @@ def main() -> None:
     print(f"load average at the start {load[0]:.2f} / {load[1]:.2f} / {load[2]:.2f}; {args.clips} clips in silence: "
           f"{right:.0%} of the written words")
     print("| echo | replies heard in full | talked over | false barge-ins | missed | "
-          "stop latency median / max (ms) | talk-over word accuracy: vs silence transcripts / vs the words |")
-    print("|---|---|---|---|---|---|---|")
+          "stop latency median / max (ms) | talk-over word accuracy: vs silence transcripts / vs the words | "
+          "microphone path behind real time, median / p99 / max (ms) |")
+    print("|---|---|---|---|---|---|---|---|")
     for gain in (float(g) for g in args.gains.split(",")):
         with tempfile.TemporaryDirectory() as folder:
             o = simulate(AppConfig(), engines, piper, Path(folder), replies=args.replies, talk_every=args.talk_every,
@@ -74,7 +75,7 @@ def main() -> None:
         latency = f"{np.median(hits):.0f} / {max(hits):.0f}" if hits else "-"
         heard = [(c, reference[c], o.heard.get(k, "")) for k, c in enumerate(o.said)]
         print(f"| {gain:+.0f} dB | {o.in_full} | {len(o.onsets)} | {len(o.false)} | {len(o.missed)} | {latency} | "
-              f"{accuracy(heard)} |", flush=True)
+              f"{accuracy(heard)} | {o.lag()} |", flush=True)
         for k, c in enumerate(o.said):
             print(f"    {c.voice}: {reference[c]!r} -> {o.heard.get(k, '(no turn)')!r}")
     load = os.getloadavg()

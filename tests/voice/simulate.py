@@ -23,6 +23,7 @@ from sidecar.clock import Clock
 from sidecar.config import AppConfig
 from sidecar.events import EventLog
 from sidecar.frames import (
+    AudioFrame,
     AudioOutFrame,
     HeardFrame,
     InterruptionFrame,
@@ -34,6 +35,7 @@ from sidecar.voice.audio import RATE
 from sidecar.voice.capture import FileSource
 from sidecar.voice.playback import FileOutput
 from sidecar.voice.simulated_echo import EchoPath
+from sidecar.voice.vad import Endpointer
 from sidecar.voice_loop import LoadedModels, build
 
 from .harness import ScriptedLink
@@ -92,6 +94,16 @@ class Outcome:
     heard: dict[int, str] = field(default_factory=dict)  # onset index -> the transcript of its user turn
     barge_ins: list[float] = field(default_factory=list)  # where in the audio the speech that cut her off began
     stop_ms: list[float] = field(default_factory=list)  # onset -> silence in out.wav
+    # How far behind real time each microphone block reached the VAD (ms): a loaded machine shows
+    # here first, and a barge-in can be no sooner than the block that holds the user's onset.
+    mic_lag_ms: list[float] = field(default_factory=list)
+
+    def lag(self) -> str:
+        """The microphone path's lag, median / 99th percentile / max, in ms."""
+        if not self.mic_lag_ms:
+            return "-"
+        lag = np.asarray(self.mic_lag_ms)
+        return f"{np.median(lag):.0f} / {np.percentile(lag, 99):.0f} / {lag.max():.0f}"
 
     @property
     def false(self) -> list[float]:
@@ -144,9 +156,15 @@ def simulate(config: AppConfig, engines: LoadedModels, piper, folder: Path, *, r
         seen.add((kind, turn))
         return True
 
+    def feeds_vad(processor) -> bool:  # noqa: ANN001
+        chain = processor.pipeline.processors
+        return processor is not chain[-1] and isinstance(chain[chain.index(processor) + 1], Endpointer)
+
     def observe(processor, frame, direction) -> None:
         nonlocal asked, speech_start
-        if isinstance(frame, SpeechStartedFrame):
+        if isinstance(frame, AudioFrame) and feeds_vad(processor):
+            outcome.mic_lag_ms.append(1000 * (processor.clock.now() - frame.t) - config.voice.block_ms)
+        elif isinstance(frame, SpeechStartedFrame):
             speech_start = frame.t
         elif isinstance(frame, AudioOutFrame) and frame.index == 0 and once("reply", frame.turn):
             outcome.replies += 1
