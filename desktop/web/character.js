@@ -31,6 +31,18 @@ export function autoBlink(t) {
   return 0;
 }
 
+/** When the next idle blink starts, after time t (seconds): the page sleeps until then when idle. */
+export function nextBlink(t) {
+  const cycle = BLINK_GAPS.reduce((a, b) => a + b, 0);
+  const base = t - (t % cycle);
+  let end = 0;
+  for (const gap of [...BLINK_GAPS, ...BLINK_GAPS]) {
+    end += gap;
+    if (base + end - BLINK_S > t) return base + end - BLINK_S;
+  }
+  return t + cycle; // not reached: a start lies within the next cycle
+}
+
 async function fetchOk(url) {
   const response = await fetch(url);
   if (!response.ok) throw new Error(`character: ${url} answered ${response.status}`);

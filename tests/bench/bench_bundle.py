@@ -62,7 +62,8 @@ def left_out_total() -> int:
     if not LEFT_OUT.is_file():
         return 0
     data = json.loads(LEFT_OUT.read_text())
-    return sum(size for key in ("trimmed", "unlinked", "system", "debug_info") for _, size in data.get(key, []))
+    keys = ("trimmed", "unlinked", "system", "debug_info", "symbols")
+    return sum(size for key in keys for _, size in data.get(key, []))
 
 
 def left_out_table() -> list[str]:
@@ -90,6 +91,9 @@ def left_out_table() -> list[str]:
     debug = data.get("debug_info", [])
     rows.append(f"| debug info stripped ({', '.join(p for p, _ in sorted(debug, key=lambda x: -x[1])[:2])}, …) "
                 f"| {len(debug)} | {mb(sum(s for _, s in debug))} |")
+    symbols = data.get("symbols", [])
+    rows.append(f"| symbol tables stripped ({', '.join(p for p, _ in symbols)}) | {len(symbols)} | "
+                f"{mb(sum(s for _, s in symbols))} |")
     total = left_out_total()
     return ["| left out | files | size |", "| --- | ---: | ---: |", *rows, f"| **total** | | **{mb(total)}** |", "",
             "Python packages kept out of the analysis: " + ", ".join(f"`{m}`" for m in data["excluded_modules"]) + "."]

