@@ -116,19 +116,30 @@ class MemoTranscriber:
 
 
 class MemoHypotheses:
-    """The same for the n-best second guess (wake_nbest.NameHypotheses)."""
+    """The same for the n-best second guess (wake_nbest.NameHypotheses); with a `matcher`, it
+    counts in `ranks` which reading (1 = the best) first held the name, "-" for none."""
 
     def __init__(self, inner: NameHypotheses, folder: Path, tag: str) -> None:
         self.inner, self.folder, self.tag = inner, folder, f"{tag} n-best {inner.n} {inner.head_s}"
         self.head_s = inner.head_s
+        self.matcher: NameMatcher | None = None
+        self.ranks: dict[str, int] = {}
 
     def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]:
         path = memo_path(self.folder, self.tag, prompt, audio)
         if path.exists():
-            return json.loads(path.read_text())
-        readings = self.inner(audio, prompt)
-        remember(path, readings)
+            readings = json.loads(path.read_text())
+        else:
+            readings = self.inner(audio, prompt)
+            remember(path, readings)
+        if self.matcher is not None:
+            count(self.ranks, next((str(i) for i, r in enumerate(readings, 1) if self.matcher.match(r)), "-"))
         return readings
+
+
+def counting_ranks(engines: LoadedModels, matcher: NameMatcher, into: dict[str, int]) -> None:
+    if isinstance(engines.hypotheses, MemoHypotheses):
+        engines.hypotheses.matcher, engines.hypotheses.ranks = matcher, into
 
 
 class Wakes(Processor):
@@ -187,6 +198,8 @@ class Tally:
     lost: dict[str, int] = field(default_factory=dict)  # misses by the stage that lost them
     found_by: dict[str, int] = field(default_factory=dict)  # hits by what found the name
     false_by: dict[str, int] = field(default_factory=dict)  # false accepts by what found the name
+    hit_ranks: dict[str, int] = field(default_factory=dict)  # n-best checks on wake utterances: the name's rank
+    false_ranks: dict[str, int] = field(default_factory=dict)  # the same in the other speech
 
     @property
     def fr(self) -> float:
@@ -225,8 +238,9 @@ def loser(matcher: NameMatcher, triggered: bool, heard: str) -> str:
 
 
 def run_wakes(engines: LoadedModels, engine: Engine, stream: Stream, condition: str, tally: Tally) -> None:
-    seen, _ = front_end(engines, engine.config, stream.wav(condition))
     matcher = matcher_of(engine.config)
+    counting_ranks(engines, matcher, tally.hit_ranks)
+    seen, _ = front_end(engines, engine.config, stream.wav(condition))
     hits = {id(s): t for t in seen.wakes if (s := inside(t, stream.spans))}
     triggered = {id(s) for t in seen.candidates if (s := inside(t, stream.spans))}
     two_stage = engine.config.wake_engine == "two_stage"
@@ -243,6 +257,7 @@ def run_wakes(engines: LoadedModels, engine: Engine, stream: Stream, condition: 
 
 def run_other(engines: LoadedModels, engine: Engine, streams: list[Stream], tally: Tally) -> None:
     matcher = matcher_of(engine.config)
+    counting_ranks(engines, matcher, tally.false_ranks)
     for stream in streams:
         seen, _ = front_end(engines, engine.config, stream.wav("clean"))
         tally.other_s += stream.speech_s
@@ -305,13 +320,14 @@ def main() -> None:
             tally = tallies[condition] = Tally()
             run_wakes(engines, engine, corpus.wake[args.set][engine.corpus], condition, tally)
             print(f"  {condition}: missed {len(tally.missed)}/{tally.wake_total} ({tally.fr:.1%}), lost at "
-                  f"{tally.lost}; found by {tally.found_by}", flush=True)
+                  f"{tally.lost}; found by {tally.found_by}; n-best rank of the name {tally.hit_ranks}", flush=True)
         if args.wakes_only:
             continue
         run_other(engines, engine, others, tallies["clean"])
         cpu = idle_cpu(with_wake(base, engine, models), engine, others[0])
         print(f"  other: {len(tallies['clean'].false)} false wakes in {tallies['clean'].other_s / 60:.1f} min of "
-              f"speech ({tallies['clean'].fa_per_h:.2f}/h); idle CPU {cpu:.0f} ms/s", flush=True)
+              f"speech ({tallies['clean'].fa_per_h:.2f}/h), found by {tallies['clean'].false_by}, n-best rank of "
+              f"the name {tallies['clean'].false_ranks}; idle CPU {cpu:.0f} ms/s", flush=True)
         results.append((engine, tallies, cpu))
     print(f"whisper calls {memo.calls}, memoised {memo.hits}")
     text = report(args, corpus, results, load_before, os.getloadavg(), time.monotonic() - began)
@@ -331,8 +347,8 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
     lines = [
         "## Wake-word accuracy (tests/bench/wake_rates.py)",
         "",
-        f"Command: `nice -n 19 .venv/bin/python tests/bench/wake_rates.py --set {which}`"
-        f"{' --baseline' if args.baseline else ''}{' --only ' + args.only if args.only else ''}. "
+        f"Command: `nice -n 19 .venv/bin/python tests/bench/wake_rates.py --set {which}"
+        f"{' --baseline' if args.baseline else ''}{' --only ' + args.only if args.only else ''}`. "
         f"Machine: {os.cpu_count()} cores, {platform.machine()}; load average {load_before[0]:.1f} at the start, "
         f"{load_after[0]:.1f} at the end (a shared machine); wall time {wall:.0f} s (whisper's transcripts memoised "
         "from earlier runs where the audio was the same).",
@@ -359,8 +375,10 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
     lines += ["", "Where the misses were lost, and what found the name in each hit and false accept:", ""]
     for engine, t, _ in results:
         lines += [f"- **{engine.label}**: " + "; ".join(
-            f"{condition}: lost at {tally.lost or 'none'}, found by {tally.found_by}" for condition, tally in t.items())
-            + f"; false accepts found by {t['clean'].false_by or 'none'}."]
+            f"{condition}: lost at {tally.lost or 'none'}, found by {tally.found_by}, n-best rank of the name "
+            f"{tally.hit_ranks}" for condition, tally in t.items())
+            + f"; false accepts found by {t['clean'].false_by or 'none'}, n-best rank of the name in the other "
+            f"speech {t['clean'].false_ranks} (\"-\": in no reading)."]
     lines += ["", "Engines:", ""]
     lines += [f"- **{engine.label}**: {engine.describe}." for engine, _, _ in results]
     for engine, t, _ in results:
