@@ -2,10 +2,12 @@
 
 Run on its own to (re)build it: ``.venv/bin/python tests/bench/wake_corpus.py``; the bench
 (tests/bench/wake_rates.py) builds it on first use. Files go to
-``~/.cache/stella/bench/wake/<VERSION>/`` (override with ``STELLA_WAKE_CORPUS``).
+``~/.cache/stella/bench/wake/<folder>/`` (override the root with ``STELLA_WAKE_CORPUS``).
 
-Voices are split in two disjoint sets: **tuning** (thresholds and matcher rules were chosen
-on it) and **held-out** (reported; never tuned on). Each set has
+Three sets, of disjoint voices: **tuning** and **seen** (folder v1: thresholds and matcher
+rules were chosen on them — "seen" was the first held-out set, and once its misses had been
+read it was no longer held out) and **heldout** (folder v2: voices, texts and noise seeds
+never used for tuning; reported, never tuned on). Each set has
 
 * wake utterances ("Hey Stella, ..." for the phrase engine, "Hey Jarvis, ..." for the
   acoustic engines: the models this machine has), each voice saying several forms at random
@@ -41,21 +43,38 @@ import platformdirs  # noqa: E402
 from sidecar.voice.audio import RATE  # noqa: E402
 from tests.voice.speech import Piper, espeak, noise, save  # noqa: E402
 
-VERSION = "v1"
 ROOT = Path(os.environ.get("STELLA_WAKE_CORPUS") or Path(platformdirs.user_cache_dir("stella")) / "bench" / "wake")
-HERE = ROOT / VERSION
 SNR_DB = 10
 WAKE_GAP_S = 2.5  # between wake utterances: longer than the hang-over and the trigger's refractory time
 FILE_S = 300.0  # the other speech is cut into streams of about this length
-TARGET_S = {"tuning": 15 * 60, "heldout": 62 * 60}  # speech (not gaps) in the other-speech set
 
-SETS = ("tuning", "heldout")
-ESPEAK_BASES = {"tuning": ("en-us", "en-gb", "en-gb-x-rp", "en-gb-x-gbclan"),
-                "heldout": ("en-gb-scotland", "en-029", "en-us-nyc", "en-gb-x-gbcwmd")}
-ESPEAK_VARIANTS = {"tuning": ("", "+f1", "+f2", "+m1", "+m2", "+m3"),
-                   "heldout": ("", "+f3", "+f4", "+f5", "+m4", "+m5", "+m6", "+m7")}
-PIPER_SCALES = {"tuning": (0.85, 1.0, 1.2), "heldout": (0.92, 1.1, 1.3)}
-WAKES_PER_VOICE = {"tuning": 4, "heldout": 6}
+SETS = ("tuning", "seen", "heldout")
+# Where each set lives: its folder under ROOT, and its name in that folder's index and files
+# (the "seen" set was generated as v1's "heldout"; regenerated, it is the same audio).
+FOLDER = {"tuning": "v1", "seen": "v1", "heldout": "v2"}
+KEY = {"tuning": "tuning", "seen": "heldout", "heldout": "heldout"}
+TARGET_S = {"tuning": 15 * 60, "seen": 62 * 60, "heldout": 62 * 60}  # speech (not gaps) in the other speech
+# espeak-ng voices: (accent, variant) pairs. v2's variants were used in no earlier set.
+_V1_BASES = {"tuning": ("en-us", "en-gb", "en-gb-x-rp", "en-gb-x-gbclan"),
+             "seen": ("en-gb-scotland", "en-029", "en-us-nyc", "en-gb-x-gbcwmd")}
+_V1_VARIANTS = {"tuning": ("", "+f1", "+f2", "+m1", "+m2", "+m3"),
+                "seen": ("", "+f3", "+f4", "+f5", "+m4", "+m5", "+m6", "+m7")}
+_V2_VARIANTS = {"en-us": ("+Annie", "+Andy", "+linda", "+john"),
+                "en-gb": ("+edward", "+steph", "+aunty", "+david"),
+                "en-gb-x-rp": ("+belinda", "+robert", "+grandma", "+adam"),
+                "en-gb-x-gbclan": ("+paul", "+shelby", "+max", "+m8"),
+                "en-gb-scotland": ("+Alicia", "+michel", "+quincy", "+benjamin"),
+                "en-029": ("+Andrea", "+norbert", "+victor", "+steph2"),
+                "en-us-nyc": ("+anika", "+zac", "+caleb", "+grandpa"),
+                "en-gb-x-gbcwmd": ("+iven", "+Jacky", "+rob", "+steph3")}
+ESPEAK_VOICES = {
+    **{s: tuple(b + v for b in _V1_BASES[s] for v in _V1_VARIANTS[s]) for s in _V1_BASES},
+    "heldout": tuple(b + v for b, vs in _V2_VARIANTS.items() for v in vs),
+}
+PIPER_SCALES = {"tuning": (0.85, 1.0, 1.2), "seen": (0.92, 1.1, 1.3), "heldout": (0.8, 1.05, 1.4)}
+WAKES_PER_VOICE = {"tuning": 4, "seen": 6, "heldout": 6}
+# Seeds are strings: v2's carry a prefix, so none of its noise or choices repeats v1's.
+SALT = {"v1": "", "v2": "v2-"}
 
 NAMES = {"phrase": "Stella", "acoustic": "Jarvis"}
 WAKE_FORMS = ["Hey {n}.", "Hey {n}", "Hey {n}, what time is it?", "Hey {n}, turn on the lights.",
@@ -111,6 +130,81 @@ OBJECTS = ["a new plan for the railway", "heavy rain in the north", "record sale
 TIMES = ["this morning", "on Tuesday", "after a long debate", "late last night", "for the coming weekend",
          "earlier today", "despite the protests", "in a short statement"]
 
+# The v2 (held-out) set's texts: none of them said in v1.
+V2_WAKE_FORMS = ["Hey {n}!", "Hey {n}?", "Hey {n}, are you there?", "Hey {n}, what's on my calendar?",
+                 "Hey {n}, open the curtains.", "Hey {n}, how long until sunset?", "Hey {n}, read me the news.",
+                 "Hey {n}, add eggs to the shopping list.", "Hey {n}, call my brother.", "Hey {n}, good morning.",
+                 "Hey {n}, what's the score?", "Hey {n}, make it warmer in here."]
+V2_CHATTER = [
+    "The printer is out of paper again.", "We should book the holiday before prices go up.",
+    "Grandma sent a postcard from the seaside.", "The dog chewed the edge of the rug.",
+    "I'll pick up the children at four.", "The lettuce in the fridge has gone soft.",
+    "Somebody parked across our driveway.", "There's a strange smell coming from the oven.",
+    "The bank closes at half past three.", "My knees hurt after that long hike.",
+    "Put the umbrella by the door, just in case.", "The neighbours are having a barbecue.",
+    "I think the clock in the hall is slow.", "She wants a blue bicycle for her birthday.",
+    "Did anybody feed the fish today?", "The tap in the bathroom keeps dripping.",
+    "We met Stella at the station.", "That was Jarvis on the phone, from the garage.",
+    "I'm going to bed early tonight.", "The crossword was really hard this week.",
+    "Turn left after the second roundabout.", "There are too many wasps in the garden.",
+    "The plumber can come on Thursday morning.", "Your jacket is hanging behind the door.",
+    "Let's watch something funny tonight.", "I dropped my glasses behind the sofa.",
+    "The apples from the market were delicious.", "I asked my uncle Jarvis for a lift.",
+    "Tell your cousin Stella we said hi.", "The washing machine is making a racket.",
+]
+V2_REQUESTS = [
+    "how many ounces are in a pound", "who wrote the first dictionary", "what day is it tomorrow",
+    "find a recipe for pancakes", "how deep is the ocean", "switch off the radio", "what rhymes with orange",
+    "where is the nearest chemist", "how old is the universe", "translate good night into French",
+    "when is the next full moon", "count to twenty slowly",
+]
+V2_OPENERS = ["Can somebody check", "I'd love to find out", "Does anyone remember", "Let's look up",
+              "My teacher asked", "I always forget", "We should figure out", "Honestly, who knows"]
+V2_LOOKALIKES = [
+    # for "hey stella"
+    "Hey Ella, your coat is here.", "Hey Della, pass the bread.", "Hey Stacy, how was work?",
+    "Hey Sarah, did you call?", "Hey Shelly, over here.", "Stay there, I'm coming.", "Tell Ella to hurry up.",
+    "Hey, sell it online.", "Hey Stephen, nice hat.", "Hey Stuart, want some tea?", "Sell the old table.",
+    "Hey, still raining out there?", "Hey Teller, your change.", "Hey, tell me later.", "Excel is open.",
+    "Hey Stelios, good game.", "Stay a little longer, Ella.",
+    # for "hey jarvis"
+    "Hey Harvey, grab a chair.", "Hey Marcus, what's new?", "Hey Mavis, the kettle's on.",
+    "Hey Carlos, good to see you.", "Hey Jamie, your shoe is untied.", "Jars and boxes go in the loft.",
+    "Hey, Jar Jar was in that film.", "Hey Dennis, catch.", "Hey Janice, your phone is ringing.",
+    "Nervous about the exam?", "Hey Travers, wait up.", "Hey Jeeves, bring the car round.",
+    "Hey Chavez, nice goal.", "Hey Jasper, sit down.",
+]
+V2_SUBJECTS = ["The transport minister", "Firefighters", "A local charity", "The health service", "Economists",
+               "The orchestra", "Engineers", "Supporters of the club", "The airport", "Environmental groups",
+               "Teachers", "Astronomers", "The regional council", "Coastguards"]
+V2_VERBS = ["are investigating", "have postponed", "praised", "rejected", "are campaigning for", "unveiled",
+            "have promised", "predicted", "voted against", "confirmed the cost of"]
+V2_OBJECTS = ["a new hospital wing", "flooding in the valley", "a shortage of teachers", "a comet visible at dawn",
+              "plans for a tram line", "the price of bread", "a record harvest", "delays at the border",
+              "the winter concert season", "a new recycling scheme", "fog across the motorway",
+              "a rare bird sighting", "changes to pensions"]
+V2_TIMES = ["yesterday afternoon", "on Friday", "after months of talks", "in the early hours",
+            "ahead of the holidays", "at a press conference", "for the second time this year"]
+
+
+@dataclass(frozen=True)
+class Texts:
+    """What a set's voices say."""
+
+    wake_forms: list[str]
+    chatter: list[str]
+    requests: list[str]
+    openers: list[str]
+    lookalikes: list[str]
+    subjects: list[str]
+    verbs: list[str]
+    objects: list[str]
+    times: list[str]
+
+
+TEXTS = {"v1": Texts(WAKE_FORMS, CHATTER, REQUESTS, OPENERS, LOOKALIKES, SUBJECTS, VERBS, OBJECTS, TIMES),
+         "v2": Texts(V2_WAKE_FORMS, V2_CHATTER, V2_REQUESTS, V2_OPENERS, V2_LOOKALIKES, V2_SUBJECTS, V2_VERBS,
+                     V2_OBJECTS, V2_TIMES)}
 
 @dataclass(frozen=True)
 class Voice:
@@ -127,7 +221,7 @@ class Voice:
 
 
 def voices(which: str) -> list[Voice]:
-    out = [Voice(f"espeak {b}{v}", "espeak", b + v) for b in ESPEAK_BASES[which] for v in ESPEAK_VARIANTS[which]]
+    out = [Voice(f"espeak {v}", "espeak", v) for v in ESPEAK_VOICES[which]]
     return out + [Voice(f"piper x{s}", "piper", str(s)) for s in PIPER_SCALES[which]]
 
 
@@ -147,9 +241,10 @@ class Stream:
     name: str
     spans: list[Span]
     seconds: float
+    folder: str = "v1"
 
     def wav(self, condition: str) -> Path:
-        return HERE / f"{self.name}-{condition}.wav"
+        return ROOT / self.folder / f"{self.name}-{condition}.wav"
 
     @property
     def speech_s(self) -> float:
@@ -213,8 +308,12 @@ def rms(audio: np.ndarray) -> float:
 
 
 class Builder:
+    """One set's streams, written under its folder with its key's names and seeds."""
+
     def __init__(self, which: str) -> None:
-        self.which = which
+        self.which, self.folder, self.key = which, FOLDER[which], KEY[which]
+        self.seed = SALT[self.folder] + self.key
+        self.texts = TEXTS[self.folder]
         self.voices = voices(which)
         self.piper = Piper()
 
@@ -223,25 +322,28 @@ class Builder:
 
     def wake_stream(self, engine: str) -> Stream:
         """Every voice says `WAKES_PER_VOICE` wake forms, gaps between; noisy copy at SNR_DB."""
-        rng = random.Random(f"wake-{self.which}-{engine}")
+        rng = random.Random(f"wake-{self.seed}-{engine}")
         track = Track()
         track.gap(1.0)
         for voice in self.voices:
-            for form in rng.sample(WAKE_FORMS, WAKES_PER_VOICE[self.which]):
+            for form in rng.sample(self.texts.wake_forms, WAKES_PER_VOICE[self.which]):
                 text = form.format(n=NAMES[engine])
                 track.speak(self.say(text, voice, rng), text, voice.id, "wake")
                 track.gap(WAKE_GAP_S)
-        return self.write(f"{self.which}-wake-{engine}", track, noisy=True, seed=rng.randrange(1 << 30))
+        return self.write(f"{self.key}-wake-{engine}", track, noisy=True, seed=rng.randrange(1 << 30))
 
     def news(self, rng: random.Random) -> str:
-        return f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} {rng.choice(TIMES)}."
+        t = self.texts
+        return f"{rng.choice(t.subjects)} {rng.choice(t.verbs)} {rng.choice(t.objects)} {rng.choice(t.times)}."
 
     def scene(self, track: Track, rng: random.Random) -> None:
+        t = self.texts
         kind = rng.choices(["conversation", "tv", "requests", "lookalikes"], weights=[4, 4, 2, 2])[0]
         if kind == "conversation":
             a, b = rng.sample(self.voices, 2)
             for i in range(rng.randint(4, 8)):
-                text = rng.choice(CHATTER) if rng.random() < 0.7 else f"{rng.choice(OPENERS)} {rng.choice(REQUESTS)}."
+                asked = f"{rng.choice(t.openers)} {rng.choice(t.requests)}."
+                text = rng.choice(t.chatter) if rng.random() < 0.7 else asked
                 track.speak(self.say(text, (a, b)[i % 2], rng), text, (a, b)[i % 2].id, kind)
                 track.gap(rng.uniform(0.3, 1.2))
         elif kind == "tv":
@@ -261,8 +363,8 @@ class Builder:
                             for s in sub.spans]
             track.t += len(speech) / RATE
         else:
-            asked = [f"{o} {r}." for o, r in itertools.product(OPENERS, REQUESTS)]
-            pool = LOOKALIKES if kind == "lookalikes" else asked
+            asked = [f"{o} {r}." for o, r in itertools.product(t.openers, t.requests)]
+            pool = t.lookalikes if kind == "lookalikes" else asked
             for _ in range(rng.randint(3, 6)):
                 voice, text = rng.choice(self.voices), rng.choice(pool)
                 track.speak(self.say(text, voice, rng), text, voice.id, kind)
@@ -271,7 +373,7 @@ class Builder:
 
     def other_streams(self) -> list[Stream]:
         """Scenes of other speech, `TARGET_S` of speech in all, cut into ~FILE_S streams."""
-        rng = random.Random(f"other-{self.which}")
+        rng = random.Random(f"other-{self.seed}")
         out: list[Stream] = []
         total = 0.0
         while total < TARGET_S[self.which]:
@@ -279,7 +381,7 @@ class Builder:
             track.gap(1.0)
             while track.t < FILE_S:
                 self.scene(track, rng)
-            stream = self.write(f"{self.which}-other-{len(out):02d}", track, noisy=False, seed=0)
+            stream = self.write(f"{self.key}-other-{len(out):02d}", track, noisy=False, seed=0)
             out.append(stream)
             total += stream.speech_s
             print(f"  {stream.name}: {stream.seconds:.0f} s, {stream.speech_s:.0f} s of speech "
@@ -288,13 +390,14 @@ class Builder:
 
     def write(self, name: str, track: Track, *, noisy: bool, seed: int) -> Stream:
         audio = track.audio()
-        HERE.mkdir(parents=True, exist_ok=True)
-        save(HERE / f"{name}-clean.wav", audio)
+        stream = Stream(name, track.spans, round(len(audio) / RATE, 3), self.folder)
+        stream.wav("clean").parent.mkdir(parents=True, exist_ok=True)
+        save(stream.wav("clean"), audio)
         if noisy:
             speech = np.concatenate([p for p in track.parts if rms(p) > 0])
             level = rms(speech) / 10 ** (SNR_DB / 20)
-            save(HERE / f"{name}-noisy.wav", audio + noise(len(audio) / RATE, level, seed=seed))
-        return Stream(name, track.spans, round(len(audio) / RATE, 3))
+            save(stream.wav("noisy"), audio + noise(len(audio) / RATE, level, seed=seed))
+        return stream
 
 
 @dataclass
@@ -304,30 +407,28 @@ class Corpus:
 
 
 def load(sets: tuple[str, ...] = SETS) -> Corpus:
-    """The corpus, generated on first use (a few minutes) and then read from the cache."""
-    index = HERE / "index.json"
-    if index.exists():
+    """The corpus, each folder generated on first use (minutes) and then read from the cache."""
+    corpus = Corpus({}, {})
+    for folder in dict.fromkeys(FOLDER[s] for s in sets):
+        index = ROOT / folder / "index.json"
+        mine = [s for s in SETS if FOLDER[s] == folder]
+        if not index.exists():
+            raw: dict = {"wake": {}, "other": {}}
+            for which in mine:
+                print(f"generating the {which} set in {ROOT / folder} ...", flush=True)
+                builder = Builder(which)
+                raw["wake"][KEY[which]] = {e: asdict(builder.wake_stream(e)) for e in NAMES}
+                raw["other"][KEY[which]] = [asdict(x) for x in builder.other_streams()]
+            index.write_text(json.dumps(raw))
         raw = json.loads(index.read_text())
-        if all(s in raw["other"] for s in sets):
-            return Corpus(
-                {s: {e: _stream(x) for e, x in raw["wake"][s].items()} for s in sets},
-                {s: [_stream(x) for x in raw["other"][s]] for s in sets})
-    wake: dict[str, dict[str, Stream]] = {}
-    other: dict[str, list[Stream]] = {}
-    for which in SETS:
-        print(f"generating the {which} set in {HERE} ...", flush=True)
-        builder = Builder(which)
-        wake[which] = {engine: builder.wake_stream(engine) for engine in NAMES}
-        other[which] = builder.other_streams()
-    index.write_text(json.dumps({
-        "wake": {s: {e: asdict(x) for e, x in d.items()} for s, d in wake.items()},
-        "other": {s: [asdict(x) for x in xs] for s, xs in other.items()},
-    }))
-    return Corpus({s: wake[s] for s in sets}, {s: other[s] for s in sets})
+        for which in (s for s in mine if s in sets):
+            corpus.wake[which] = {e: _stream(x, folder) for e, x in raw["wake"][KEY[which]].items()}
+            corpus.other[which] = [_stream(x, folder) for x in raw["other"][KEY[which]]]
+    return corpus
 
 
-def _stream(raw: dict) -> Stream:
-    return Stream(raw["name"], [Span(**s) for s in raw["spans"]], raw["seconds"])
+def _stream(raw: dict, folder: str) -> Stream:
+    return Stream(raw["name"], [Span(**s) for s in raw["spans"]], raw["seconds"], folder)
 
 
 if __name__ == "__main__":

@@ -1,9 +1,16 @@
 """Wake-word false accepts / false rejects and idle CPU, per engine, on a held-out corpus.
 
-Run: ``nice -n 10 .venv/bin/python tests/bench/wake_rates.py`` (held-out set; writes
-``tests/bench/results/wake.md``). ``--set tuning`` runs the tuning voices instead (and writes
-nothing): thresholds and matcher rules are chosen there, never on the held-out voices.
-``--baseline`` adds the single-stage openWakeWord engine (costly: ~140 ms of CPU per second).
+Run: ``nice -n 19 .venv/bin/python tests/bench/wake_rates.py`` (held-out set; writes
+``tests/bench/results/wake-heldout.md``, or ``wake-heldout-<engine>.md`` with ``--only``).
+``--set tuning`` (or ``seen``) runs tuning voices instead and writes nothing: thresholds and
+matcher rules are chosen there, never on the held-out voices. ``--baseline`` adds the
+single-stage openWakeWord engine (costly: ~140 ms of CPU per second). ``--wakes-only`` skips
+the other speech (a quick look at false rejects).
+
+Each miss is put down to the stage that lost it — the trigger (no candidate), the VAD / gate
+(no transcript), whisper (the name in neither the transcript nor the n-best readings) or the
+matcher (the name is in the transcript, but not where a wake word may be) — and each hit and
+false accept to what found the name: whisper's transcript or its n-best readings.
 
 The corpus (tests/bench/wake_corpus.py) is generated once and cached. Every stream goes
 through the real front end, as a microphone would deliver it — [trigger], VAD, wake gate,
@@ -42,14 +49,14 @@ from sidecar.pipeline import Direction, Pipeline, Processor  # noqa: E402
 from sidecar.voice.asr import Transcribes  # noqa: E402
 from sidecar.voice.capture import FileSource  # noqa: E402
 from sidecar.voice.turn_taking import TurnTaker, WakeGate  # noqa: E402
-from sidecar.voice.wake import MicroWakeModel, WakeModel  # noqa: E402
+from sidecar.voice.wake import MicroWakeModel, NameMatcher, WakeModel, words  # noqa: E402
 from sidecar.voice.wake_confirm import WakeCandidateFrame  # noqa: E402
 from sidecar.voice.wake_nbest import NameHypotheses  # noqa: E402
 from sidecar.voice_loop import LoadedModels, listening, name_hypotheses  # noqa: E402
 from tests.bench import wake_corpus  # noqa: E402
 from tests.bench.wake_corpus import SNR_DB, Corpus, Span, Stream  # noqa: E402
 
-OUT = Path(__file__).parent / "results" / "wake.md"
+RESULTS = Path(__file__).parent / "results"
 TARGETS = "false accepts < 0.5 per hour of speech, false rejects < 5 % clean and < 10 % at 10 dB SNR"
 
 
@@ -109,19 +116,30 @@ class MemoTranscriber:
 
 
 class MemoHypotheses:
-    """The same for the n-best second guess (wake_nbest.NameHypotheses)."""
+    """The same for the n-best second guess (wake_nbest.NameHypotheses); with a `matcher`, it
+    counts in `ranks` which reading (1 = the best) first held the name, "-" for none."""
 
     def __init__(self, inner: NameHypotheses, folder: Path, tag: str) -> None:
         self.inner, self.folder, self.tag = inner, folder, f"{tag} n-best {inner.n} {inner.head_s}"
         self.head_s = inner.head_s
+        self.matcher: NameMatcher | None = None
+        self.ranks: dict[str, int] = {}
 
     def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]:
         path = memo_path(self.folder, self.tag, prompt, audio)
         if path.exists():
-            return json.loads(path.read_text())
-        readings = self.inner(audio, prompt)
-        remember(path, readings)
+            readings = json.loads(path.read_text())
+        else:
+            readings = self.inner(audio, prompt)
+            remember(path, readings)
+        if self.matcher is not None:
+            count(self.ranks, next((str(i) for i, r in enumerate(readings, 1) if self.matcher.match(r)), "-"))
         return readings
+
+
+def counting_ranks(engines: LoadedModels, matcher: NameMatcher, into: dict[str, int]) -> None:
+    if isinstance(engines.hypotheses, MemoHypotheses):
+        engines.hypotheses.matcher, engines.hypotheses.ranks = matcher, into
 
 
 class Wakes(Processor):
@@ -177,6 +195,11 @@ class Tally:
     false: list[tuple[str, Span | None]] = field(default_factory=list)  # (stream, span it fell in)
     trigger_missed: int = 0
     trigger_false: int = 0
+    lost: dict[str, int] = field(default_factory=dict)  # misses by the stage that lost them
+    found_by: dict[str, int] = field(default_factory=dict)  # hits by what found the name
+    false_by: dict[str, int] = field(default_factory=dict)  # false accepts by what found the name
+    hit_ranks: dict[str, int] = field(default_factory=dict)  # n-best checks on wake utterances: the name's rank
+    false_ranks: dict[str, int] = field(default_factory=dict)  # the same in the other speech
 
     @property
     def fr(self) -> float:
@@ -191,21 +214,57 @@ def inside(t: float, spans: list[Span]) -> Span | None:
     return next((s for s in spans if s.start - 0.2 <= t <= s.end + 1.5), None)
 
 
+def matcher_of(config: VoiceConfig) -> NameMatcher:
+    return NameMatcher(config.wake_phrase if config.wake_engine == "phrase" else config.wake_model)
+
+
+def count(into: dict[str, int], key: str) -> None:
+    into[key] = into.get(key, 0) + 1
+
+
+def finder(matcher: NameMatcher, transcript: str) -> str:
+    """What found the name in an accepted utterance: its transcript, or else the n-best check."""
+    return "transcript" if matcher.match(transcript) else "n-best"
+
+
+def loser(matcher: NameMatcher, triggered: bool, heard: str) -> str:
+    """The stage that lost a missed wake utterance, given what whisper heard in it."""
+    if not triggered:
+        return "trigger"
+    if not heard:
+        return "VAD / gate"
+    said = words(heard)
+    return "matcher" if any(matcher.is_name(w, b) for w, b in zip(said, ["", *said], strict=False)) else "whisper"
+
+
 def run_wakes(engines: LoadedModels, engine: Engine, stream: Stream, condition: str, tally: Tally) -> None:
+    matcher = matcher_of(engine.config)
+    counting_ranks(engines, matcher, tally.hit_ranks)
     seen, _ = front_end(engines, engine.config, stream.wav(condition))
-    hit = {id(s) for t in seen.wakes if (s := inside(t, stream.spans))}
+    hits = {id(s): t for t in seen.wakes if (s := inside(t, stream.spans))}
     triggered = {id(s) for t in seen.candidates if (s := inside(t, stream.spans))}
+    two_stage = engine.config.wake_engine == "two_stage"
     tally.wake_total += len(stream.spans)
-    tally.missed += [(s, " / ".join(text for start, end, text in seen.heard if start < s.end and end > s.start))
-                     for s in stream.spans if id(s) not in hit]
+    for s in stream.spans:
+        heard = " / ".join(text for start, end, text in seen.heard if start < s.end and end > s.start)
+        if id(s) in hits:
+            count(tally.found_by, finder(matcher, heard))
+        else:
+            tally.missed.append((s, heard))
+            count(tally.lost, loser(matcher, id(s) in triggered or not two_stage, heard))
     tally.trigger_missed += sum(id(s) not in triggered for s in stream.spans)
 
 
 def run_other(engines: LoadedModels, engine: Engine, streams: list[Stream], tally: Tally) -> None:
+    matcher = matcher_of(engine.config)
+    counting_ranks(engines, matcher, tally.false_ranks)
     for stream in streams:
         seen, _ = front_end(engines, engine.config, stream.wav("clean"))
         tally.other_s += stream.speech_s
         tally.false += [(stream.name, inside(t, stream.spans)) for t in seen.wakes]
+        for t in seen.wakes:  # the utterance that woke her ends at t
+            heard = min(seen.heard, key=lambda h: abs(h[1] - t), default=(0.0, 0.0, ""))[2]
+            count(tally.false_by, finder(matcher, heard))
         tally.trigger_false += len(seen.candidates)
         print(f"    {stream.name}: {len(seen.wakes)} false wakes, {len(seen.candidates)} candidates", flush=True)
 
@@ -234,12 +293,13 @@ def main() -> None:
     parser.add_argument("--baseline", action="store_true", help="also the single-stage openWakeWord engine")
     parser.add_argument("--only", help="run only this engine")
     parser.add_argument("--other-files", type=int, default=0, help="only the first N other-speech streams")
+    parser.add_argument("--wakes-only", action="store_true", help="only the wake utterances (no false accepts)")
     parser.add_argument("--asr", choices=["ctranslate2", "whisper.cpp"], default="ctranslate2",
                         help="the ASR engine (default: the app's faster option; whisper.cpp's 15 s window makes the "
                              "phrase engine's ~1700 transcripts take most of an hour here)")
     args = parser.parse_args()
     began, load_before = time.monotonic(), os.getloadavg()
-    corpus = wake_corpus.load()
+    corpus = wake_corpus.load((args.set,))
     models = Models()
     asr = VoiceConfig(wake_engine="off", asr_engine=args.asr)
     base = LoadedModels.load(asr, models)
@@ -259,18 +319,21 @@ def main() -> None:
         for condition in ("clean", "noisy"):
             tally = tallies[condition] = Tally()
             run_wakes(engines, engine, corpus.wake[args.set][engine.corpus], condition, tally)
-            print(f"  {condition}: missed {len(tally.missed)}/{tally.wake_total} ({tally.fr:.1%}), trigger missed "
-                  f"{tally.trigger_missed}", flush=True)
+            print(f"  {condition}: missed {len(tally.missed)}/{tally.wake_total} ({tally.fr:.1%}), lost at "
+                  f"{tally.lost}; found by {tally.found_by}; n-best rank of the name {tally.hit_ranks}", flush=True)
+        if args.wakes_only:
+            continue
         run_other(engines, engine, others, tallies["clean"])
         cpu = idle_cpu(with_wake(base, engine, models), engine, others[0])
         print(f"  other: {len(tallies['clean'].false)} false wakes in {tallies['clean'].other_s / 60:.1f} min of "
-              f"speech ({tallies['clean'].fa_per_h:.2f}/h); idle CPU {cpu:.0f} ms/s", flush=True)
+              f"speech ({tallies['clean'].fa_per_h:.2f}/h), found by {tallies['clean'].false_by}, n-best rank of "
+              f"the name {tallies['clean'].false_ranks}; idle CPU {cpu:.0f} ms/s", flush=True)
         results.append((engine, tallies, cpu))
     print(f"whisper calls {memo.calls}, memoised {memo.hits}")
     text = report(args, corpus, results, load_before, os.getloadavg(), time.monotonic() - began)
     print(text)
-    if args.set == "heldout" and not args.only and not args.other_files:
-        OUT.write_text(text)
+    if args.set == "heldout" and not args.other_files and not args.wakes_only:
+        (RESULTS / f"wake-heldout{'-' + args.only if args.only else ''}.md").write_text(text)
 
 
 def report(args, corpus: Corpus, results, load_before, load_after, wall: float) -> str:
@@ -284,14 +347,15 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
     lines = [
         "## Wake-word accuracy (tests/bench/wake_rates.py)",
         "",
-        f"Command: `nice -n 10 .venv/bin/python tests/bench/wake_rates.py`{' --baseline' if args.baseline else ''}. "
+        f"Command: `nice -n 19 .venv/bin/python tests/bench/wake_rates.py --set {which}"
+        f"{' --baseline' if args.baseline else ''}{' --only ' + args.only if args.only else ''}`. "
         f"Machine: {os.cpu_count()} cores, {platform.machine()}; load average {load_before[0]:.1f} at the start, "
         f"{load_after[0]:.1f} at the end (a shared machine); wall time {wall:.0f} s (whisper's transcripts memoised "
         "from earlier runs where the audio was the same).",
         "",
-        f"**Set: {which}** — {len(voices)} voices{' never used for tuning' if which == 'heldout' else ''}: espeak-ng "
-        f"{', '.join(wake_corpus.ESPEAK_BASES[which])} × variants "
-        f"{', '.join(v or '(plain)' for v in wake_corpus.ESPEAK_VARIANTS[which])} at random speeds (130–200 wpm) and "
+        f"**Set: {which}** (corpus folder {wake_corpus.FOLDER[which]}) — {len(voices)} voices"
+        f"{', texts and noise seeds never used for tuning' if which == 'heldout' else ''}: espeak-ng "
+        f"{', '.join(wake_corpus.ESPEAK_VOICES[which])} at random speeds (130–200 wpm) and "
         f"pitches, and piper joe at length scales {', '.join(map(str, wake_corpus.PIPER_SCALES[which]))}. "
         f"Wake utterances: {wake_corpus.WAKES_PER_VOICE[which]} forms per voice (\"Hey <name>\" alone or with a "
         f"request), clean and with pink noise at {SNR_DB} dB SNR. Other speech: "
@@ -308,7 +372,14 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
         c, n = t["clean"], t["noisy"]
         lines.append(f"| {engine.label} | {len(c.missed)}/{c.wake_total} = {c.fr:.1%} | "
                      f"{len(n.missed)}/{n.wake_total} = {n.fr:.1%} | {len(c.false)} | {c.fa_per_h:.2f} | {cpu:.0f} |")
-    lines += ["", "LoadedModels:", ""]
+    lines += ["", "Where the misses were lost, and what found the name in each hit and false accept:", ""]
+    for engine, t, _ in results:
+        lines += [f"- **{engine.label}**: " + "; ".join(
+            f"{condition}: lost at {tally.lost or 'none'}, found by {tally.found_by}, n-best rank of the name "
+            f"{tally.hit_ranks}" for condition, tally in t.items())
+            + f"; false accepts found by {t['clean'].false_by or 'none'}, n-best rank of the name in the other "
+            f"speech {t['clean'].false_ranks} (\"-\": in no reading)."]
+    lines += ["", "Engines:", ""]
     lines += [f"- **{engine.label}**: {engine.describe}." for engine, _, _ in results]
     for engine, t, _ in results:
         if engine.config.wake_engine == "two_stage":

@@ -1,0 +1,52 @@
+"""The wake bench's held-out set is really held out: no voice, text or seed of the sets the
+engines were tuned on, and none of its other speech is a wake word by the bench's own rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from sidecar.voice.wake import NameMatcher, words
+from tests.bench import wake_corpus as corpus
+
+TUNED = ("tuning", "seen")
+
+
+def said(texts: corpus.Texts) -> set[str]:
+    forms = {f.format(n=n) for f in texts.wake_forms for n in corpus.NAMES.values()}
+    return forms | set(texts.chatter) | set(texts.lookalikes) | set(texts.requests) | set(texts.openers) | set(
+        texts.subjects) | set(texts.objects)
+
+
+def test_held_out_voices_are_new():
+    heldout = {v.id for v in corpus.voices("heldout")}
+    for which in TUNED:
+        assert not heldout & {v.id for v in corpus.voices(which)}, which
+    variants = {v.split("+")[1] for v in corpus.ESPEAK_VOICES["heldout"]}
+    tuned = {v.split("+")[1] for w in TUNED for v in corpus.ESPEAK_VOICES[w] if "+" in v}
+    assert not variants & tuned, "an espeak-ng variant the engines were tuned on"
+    assert all("+" in v for v in corpus.ESPEAK_VOICES["heldout"]), "a plain accent voice was in the tuning sets"
+
+
+def test_held_out_set_is_big_enough():
+    wakes = len(corpus.voices("heldout")) * corpus.WAKES_PER_VOICE["heldout"]
+    assert wakes >= 200 and len(corpus.voices("heldout")) >= 8
+    assert corpus.TARGET_S["heldout"] >= 3600
+
+
+def test_held_out_texts_and_seeds_are_new():
+    assert not said(corpus.TEXTS["v2"]) & said(corpus.TEXTS["v1"])
+    assert corpus.FOLDER["heldout"] not in {corpus.FOLDER[w] for w in TUNED}
+    assert corpus.SALT[corpus.FOLDER["heldout"]], "the held-out set's noise and choices would repeat v1's"
+
+
+@pytest.mark.parametrize("engine", sorted(corpus.NAMES))
+def test_held_out_other_speech_holds_no_wake_word(engine):
+    """The name (or "stellar", which sounds the same) said first or after a greeting is a wake
+    word (corpus docstring), so it must not be in the other speech; look-alikes ("Hey Jeeves")
+    are, and the wake forms are found by the matcher."""
+    name = corpus.NAMES[engine].lower()
+    texts = corpus.TEXTS["v2"]
+    lines = texts.chatter + texts.lookalikes + [f"{o} {r}." for o in texts.openers for r in texts.requests]
+    assert [line for line in lines if {name, name + "r"} & set(words(line)[:2])] == []
+    matcher = NameMatcher(f"hey {name}")
+    assert all(matcher.match(f.format(n=corpus.NAMES[engine])) for f in texts.wake_forms)
