@@ -21,8 +21,8 @@ def _process_logging_restored() -> Iterator[None]:
 
     `setup_logging` points the root logger at the `sys.stderr` of that moment — pytest's capture,
     closed when the test ends — at INFO. Left in place, every later INFO line in the session
-    failed to write and printed a whole traceback instead: thousands of them inside the real-time
-    voice tests, whose microphone path then fell behind and heard Stella's echo over the user.
+    failed to write and printed a whole traceback instead: thousands of them inside the event loop
+    of the real-time voice tests (the likeliest reason they flaked in full runs, never alone).
     """
     root = logging.getLogger()
     handlers, level = set(root.handlers), root.level

@@ -14,11 +14,11 @@
 // Idle blinking, mirrored from shaders/renderer.py: gaps between blinks (s) and blink length.
 const BLINK_GAPS = [3.7, 4.6, 2.9, 5.3];
 const BLINK_S = 0.16;
+const BLINK_CYCLE = BLINK_GAPS.reduce((a, b) => a + b, 0);
 
 /** Eyelid closure (0..1) of the idle blink at time t (seconds): a quick close, a slower open. */
 export function autoBlink(t) {
-  const cycle = BLINK_GAPS.reduce((a, b) => a + b, 0);
-  t %= cycle;
+  t %= BLINK_CYCLE;
   let end = 0;
   for (const gap of BLINK_GAPS) {
     end += gap;
@@ -33,14 +33,13 @@ export function autoBlink(t) {
 
 /** When the next idle blink starts, after time t (seconds): the page sleeps until then when idle. */
 export function nextBlink(t) {
-  const cycle = BLINK_GAPS.reduce((a, b) => a + b, 0);
-  const base = t - (t % cycle);
+  const base = t - (t % BLINK_CYCLE);
   let end = 0;
   for (const gap of [...BLINK_GAPS, ...BLINK_GAPS]) {
     end += gap;
     if (base + end - BLINK_S > t) return base + end - BLINK_S;
   }
-  return t + cycle; // not reached: a start lies within the next cycle
+  return t + BLINK_CYCLE; // not reached: a start lies within the next cycle
 }
 
 async function fetchOk(url) {

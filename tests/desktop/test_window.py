@@ -31,11 +31,9 @@ pytestmark = [pytest.mark.llama, pytest.mark.keyring, pytest.mark.display]
 
 WEB_PROCESS = {"gtk": "WebKitWebProcess", "qt": "QtWebEngineProcess"}  # the web view's own helper program
 
-# Catch the first frame drawn after the next click on an outfit: a rAF callback queued from the
-# click handler runs right after the page's own frame callback, while that frame is still readable.
-# The canvas as the next frame presents it: read in the last display-frame callback before that frame, the one
-# registered after the page's own click handler has run (the page's drawing callback, if it asked for one, is
-# before it in the same frame).
+# Catch the first frame drawn after the next click on an outfit: a rAF callback queued once the page's own
+# click handler has run comes after the page's drawing callback in the same display frame, so it reads the
+# canvas that frame presents.
 CATCH_NEXT_FRAME = """(() => {
   window.caught = null;
   document.addEventListener('click', () => {

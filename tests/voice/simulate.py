@@ -149,6 +149,7 @@ def simulate(config: AppConfig, engines: LoadedModels, piper, folder: Path, *, r
     seen: set[tuple[str, int]] = set()
     asked = 1
     speech_start = 0.0  # the audio time of the last speech onset (what a barge-in answers to)
+    vad_feeder = None  # the processor that hands the microphone blocks to the VAD (found once built)
 
     def once(kind: str, turn: int) -> bool:
         if (kind, turn) in seen:
@@ -156,13 +157,9 @@ def simulate(config: AppConfig, engines: LoadedModels, piper, folder: Path, *, r
         seen.add((kind, turn))
         return True
 
-    def feeds_vad(processor) -> bool:  # noqa: ANN001
-        chain = processor.pipeline.processors
-        return processor is not chain[-1] and isinstance(chain[chain.index(processor) + 1], Endpointer)
-
     def observe(processor, frame, direction) -> None:
         nonlocal asked, speech_start
-        if isinstance(frame, AudioFrame) and feeds_vad(processor):
+        if isinstance(frame, AudioFrame) and processor is vad_feeder:
             outcome.mic_lag_ms.append(1000 * (processor.clock.now() - frame.t) - config.voice.block_ms)
         elif isinstance(frame, SpeechStartedFrame):
             speech_start = frame.t
@@ -190,7 +187,10 @@ def simulate(config: AppConfig, engines: LoadedModels, piper, folder: Path, *, r
                 asyncio.ensure_future(processor.pipeline.queue(UserTextFrame(text=f"Question {asked}?")))
 
     async def session() -> None:
+        nonlocal vad_feeder
         pipeline = build(config, engines, source, output, link, Clock(), observers=[observe, events])
+        chain = pipeline.processors
+        vad_feeder = next(p for p, after in zip(chain, chain[1:], strict=False) if isinstance(after, Endpointer))
         await pipeline.queue(UserTextFrame(text="Question 1?", t=0.0))
         try:
             await pipeline.run()

