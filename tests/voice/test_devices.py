@@ -26,14 +26,21 @@ from .speech import concat, heard_fraction, silence
 
 pytestmark = [pytest.mark.audio, pytest.mark.llama]
 
+def read_events(log: Path) -> list[dict]:
+    """The events the sidecar has written so far: whole lines only. Read while it writes, the file
+    can end inside a line (the reader sees part of a write), which is not an event yet."""
+    if not log.exists():
+        return []
+    text = log.read_text(encoding="utf-8")
+    return [json.loads(line) for line in text[:text.rfind("\n") + 1].splitlines()]
+
+
 def wait_for_event(log: Path, kind: str, proc: subprocess.Popen, timeout: float) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if log.exists():
-            for line in log.read_text().splitlines():
-                event = json.loads(line)
-                if event["type"] == kind:
-                    return event
+        for event in read_events(log):
+            if event["type"] == kind:
+                return event
         if proc.poll() is not None:
             raise AssertionError(f"the sidecar exited ({proc.returncode}) before a {kind} event: "
                                  f"{proc.stderr.read()[-3000:]}")

@@ -8,7 +8,6 @@ interrupt itself. Then the user talks over a reply: that must stop it and be ans
 
 from __future__ import annotations
 
-import json
 import re
 import signal
 import subprocess
@@ -25,7 +24,7 @@ from tests.desktop.polling import wait_for
 
 from .conftest import ROOT
 from .speech import QUESTIONS, concat, heard_fraction, silence
-from .test_devices import PULSE_RATE, wait_for_event
+from .test_devices import PULSE_RATE, read_events, wait_for_event
 
 pytestmark = [pytest.mark.audio, pytest.mark.llama]
 
@@ -52,15 +51,11 @@ def loopback(env: dict[str, str], source: str, sink: str, gain_db: float) -> Ite
         subprocess.run(["pactl", "unload-module", module], env=env, capture_output=True)
 
 
-def events(log: Path) -> list[dict]:
-    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
-
-
 def wait_until(log: Path, proc: subprocess.Popen, what: str, test, timeout: float) -> list[dict]:  # noqa: ANN001
     """The events once `test(events)` holds; fails at once if the sidecar exits."""
     def seen() -> list[dict] | None:
         assert proc.poll() is None, f"the sidecar exited ({proc.returncode}), see {log.with_suffix('.log')}"
-        found = events(log)
+        found = read_events(log)
         return found if test(found) else None
 
     return wait_for(seen, timeout, what)
@@ -94,20 +89,20 @@ def test_stellas_own_voice_through_the_microphone_never_interrupts_her_and_the_u
                 seen = wait_until(log, proc, f"reply {i} over", lambda s, n=i: sum(
                     e["type"] == "turn_end" for e in s) >= n, 90)
                 heard_in_full += any(e["type"] == "audio_out" and e["turn"] == i for e in seen)
-            false = [e["t"] for e in events(log) if e["type"] == "interruption"]
+            false = [e["t"] for e in read_events(log) if e["type"] == "interruption"]
 
             # the user talks over the next reply, without the wake word. The small model sometimes
             # answers in a second and is done before the user has started: the remark is then
             # said after her reply (a turn of its own inside the wake word's window, or ignored).
             # Then ask again.
             for _ in range(3):
-                turn = sum(e["type"] == "user_turn" for e in events(log)) + 1
+                turn = sum(e["type"] == "user_turn" for e in read_events(log)) + 1
                 say(env, pulseaudio.mic, concat(silence(0.3), piper("Hey Jarvis."), silence(0.2),
                                                 piper("Tell me a long story about a dragon.")))
                 wait_until(log, proc, "Stella speaking", lambda s, n=turn: any(
                     e["type"] == "speaking" and e["speaking"] and e["turn"] == n for e in s), 60)
                 time.sleep(0.4)
-                transcripts = sum(e["type"] == "transcript" for e in events(log))
+                transcripts = sum(e["type"] == "transcript" for e in read_events(log))
                 say(env, pulseaudio.mic, piper("Where do penguins live?"))
                 seen = wait_until(log, proc, "the talk-over transcribed", lambda s, k=transcripts: sum(
                     e["type"] == "transcript" for e in s) > k, 60)
