@@ -12,7 +12,7 @@ Each miss is put down to the stage that lost it — the trigger (no candidate), 
 matcher (the name is in the transcript, but not where a wake word may be) — and each hit and
 false accept to what found the name: whisper's transcript or its n-best readings.
 
-The corpus (tests/bench/wake_corpus.py) is generated once and cached. Every stream goes
+The corpus (tests/voice/wake_corpus.py) is generated once and cached. Every stream goes
 through the real front end, as a microphone would deliver it — [trigger], VAD, wake gate,
 whisper, turn taker — and every wake it announces is counted: inside a wake utterance a hit,
 anywhere in the other speech a false accept. Whisper's transcripts are memoised on disk by
@@ -53,8 +53,8 @@ from sidecar.voice.wake import MicroWakeModel, NameMatcher, WakeModel, words  # 
 from sidecar.voice.wake_confirm import WakeCandidateFrame  # noqa: E402
 from sidecar.voice.wake_nbest import NameHypotheses  # noqa: E402
 from sidecar.voice_loop import LoadedModels, listening, name_hypotheses  # noqa: E402
-from tests.bench import wake_corpus  # noqa: E402
-from tests.bench.wake_corpus import SNR_DB, Corpus, Span, Stream  # noqa: E402
+from tests.voice import wake_corpus  # noqa: E402
+from tests.voice.wake_corpus import SNR_DB, Corpus, Span, Stream  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 TARGETS = "false accepts < 0.5 per hour of speech, false rejects < 5 % clean and < 10 % at 10 dB SNR"

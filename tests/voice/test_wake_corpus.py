@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sidecar.voice.wake import NameMatcher, words
-from tests.bench import wake_corpus as corpus
+from tests.voice import wake_corpus as corpus
 
 TUNED = ("tuning", "seen")
 

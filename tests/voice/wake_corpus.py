@@ -1,6 +1,6 @@
 """The wake-word bench's corpus: generated from text, deterministic, cached outside git.
 
-Run on its own to (re)build it: ``.venv/bin/python tests/bench/wake_corpus.py``; the bench
+Run on its own to (re)build it: ``.venv/bin/python tests/voice/wake_corpus.py``; the bench
 (tests/bench/wake_rates.py) builds it on first use. Files go to
 ``~/.cache/stella/bench/wake/<folder>/`` (override the root with ``STELLA_WAKE_CORPUS``).
 
