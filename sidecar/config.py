@@ -100,6 +100,12 @@ class VoiceConfig:
     espeak_voice: str = "en-us"
     sentence_pause_ms: int = 120  # silence between sentences
     first_clause_words: int = 2  # the first sentence may be cut at a comma after this many words ("I'm fine, …")
+    # piper's threads (0 = onnxruntime's default, one per core). Piper makes the first clause while
+    # the model still writes the rest of the reply on a core: there one thread beats two, whose
+    # steps each wait for the thread that shares the busy core (2 cores, a nice-0 process spinning
+    # beside it: median 98 ms with 1 thread, 117 with 2, 186 with 2 niced as `work_nice`; idle, 2
+    # threads 60 ms and 1 thread 105 ms).
+    tts_threads: int = 1
     # Playback volume (dB on the voice's own level) and the step of "louder" / "softer".
     volume_db: float = 0.0
     volume_step_db: float = 6.0
@@ -157,6 +163,8 @@ class VoiceConfig:
             raise ValueError(f"voice setting 'aec_max_delay_ms' must be 1-2000, got {self.aec_max_delay_ms}")
         if self.barge_in_windows < 1:
             raise ValueError(f"voice setting 'barge_in_windows' must be at least 1, got {self.barge_in_windows}")
+        if self.tts_threads < 0:
+            raise ValueError(f"voice setting 'tts_threads' must be 0 (one per core) or more, got {self.tts_threads}")
         if self.asr_threads < 0:
             raise ValueError(f"voice setting 'asr_threads' must be 0 (automatic) or more, got {self.asr_threads}")
         if not 4.0 <= self.ct2_window_s <= 30.0:

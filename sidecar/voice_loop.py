@@ -123,7 +123,10 @@ def load_voices(config: VoiceConfig, models: Models, defer: bool = False) -> tup
         return espeak, None
     try:
         path = models.path(config.piper_voice)  # a missing voice is known now, whenever it loads
-        return (DeferredVoice("piper", lambda: PiperSynth(path)) if defer else PiperSynth(path)), espeak
+        def piper() -> PiperSynth:
+            return PiperSynth(path, config.tts_threads)
+
+        return (DeferredVoice("piper", piper) if defer else piper()), espeak
     except (ModelError, KeyError, OSError) as exc:
         if espeak is None:
             raise VoiceError(f"cannot load the piper voice {config.piper_voice} ({exc}) and espeak-ng is "

@@ -36,10 +36,22 @@ class Synthesizer(Protocol):
 class PiperSynth:
     name = "piper"
 
-    def __init__(self, model_path: Path) -> None:
-        from piper import PiperVoice, SynthesisConfig
+    def __init__(self, model_path: Path, threads: int = 0) -> None:
+        """`threads`: onnxruntime's intra-op threads (0: its default, one per core)."""
+        import json
 
-        self._voice = PiperVoice.load(str(model_path))
+        import onnxruntime
+        from piper import PiperConfig, PiperVoice, SynthesisConfig
+        from piper.voice import ESPEAK_DATA_DIR
+
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = threads
+        config = json.loads(Path(f"{model_path}.json").read_text(encoding="utf-8"))
+        # PiperVoice.load, but with our session options (it gives onnxruntime the defaults)
+        self._voice = PiperVoice(config=PiperConfig.from_dict(config), espeak_data_dir=Path(ESPEAK_DATA_DIR),
+                                 session=onnxruntime.InferenceSession(str(model_path), sess_options=options,
+                                                                      providers=["CPUExecutionProvider"]),
+                                 download_dir=Path.cwd())
         self._config = SynthesisConfig(volume=0.8)  # piper peak-normalizes; leave headroom
 
     def __call__(self, text: str) -> tuple[np.ndarray, int]:

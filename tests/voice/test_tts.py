@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from remote_api.shared.models.provision import Models
 from sidecar.config import VoiceConfig
@@ -49,3 +50,18 @@ def test_a_missing_piper_voice_falls_back_to_espeak(tmp_path: Path):
     assert voice.name == "espeak-ng" and fallback is None
     voice, fallback = load_voices(VoiceConfig(), Models())
     assert isinstance(voice, PiperSynth) and fallback is not None and fallback.name == "espeak-ng"
+
+
+def test_piper_runs_on_the_threads_the_settings_give_it(engines):
+    """One thread by default (it speaks while the model writes the rest of the reply on a core)."""
+    voice, _ = load_voices(VoiceConfig(), Models())
+    assert voice._voice.session.get_session_options().intra_op_num_threads == 1
+    two, _ = load_voices(VoiceConfig(tts_threads=2), Models())
+    assert two._voice.session.get_session_options().intra_op_num_threads == 2
+    audio, rate = two(TEXT)
+    assert heard_fraction(TEXT, engines.transcriber(resample(audio, rate, RATE))) >= 0.8
+
+
+def test_a_negative_thread_count_is_a_clear_error():
+    with pytest.raises(ValueError, match=r"'tts_threads' must be 0 \(one per core\) or more, got -1"):
+        VoiceConfig(tts_threads=-1)
