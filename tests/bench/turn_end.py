@@ -112,9 +112,9 @@ def main() -> None:
     load_before = os.getloadavg()[0]
     candidates = {
         "silence, hang-over 300 ms": VoiceConfig(endpoint="silence"),
-        **{f"smart_turn, threshold {th}, wait only below {wb}": VoiceConfig(
-            endpoint="smart_turn", turn_threshold=th, turn_wait_below=wb)
-           for th in (0.5, 0.7) for wb in (0.05, 0.15, 0.3, th)},
+        **{f"smart_turn, threshold {th}, wait only below {wb}, ask at {ask} ms": VoiceConfig(
+            endpoint="smart_turn", turn_threshold=th, turn_wait_below=wb, turn_ask_ms=ask)
+           for th in (0.5, 0.7) for wb in (0.05, 0.15, th) for ask in (100, 150)},
     }
     header = ["| endpointing | complete: delay p50 ms | p90 ms | mean ms | mid-thought pauses cut off |",
               "| --- | ---: | ---: | ---: | ---: |"]

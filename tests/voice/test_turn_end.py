@@ -132,7 +132,7 @@ def test_the_segmenter_waits_through_a_mid_thought_pause():
         for r in seg.feed(np.zeros(512, np.float32), i * WINDOW_S, p):
             out.append(r)
             if isinstance(r, AskTurn):
-                out += seg.verdict(r, 0.2, r.t)  # never complete: only the timeout ends it
+                out += seg.verdict(r, 0.02, r.t)  # sure it goes on: only the timeout ends it
     (utterance,) = finals(out)
     assert utterance.start < 1.0 and utterance.end == pytest.approx(3.2, abs=WINDOW_S), "one utterance, not two"
     assert utterance.endpoint - utterance.end == pytest.approx(1.0, abs=WINDOW_S), "ended by the timeout"
@@ -196,7 +196,7 @@ def test_the_endpointer_ends_a_complete_turn_at_the_first_question():
 
 
 def test_the_endpointer_keeps_one_utterance_across_a_pause_the_model_calls_unfinished():
-    model = FakeTurnModel([0.1, 0.1, 0.9])  # unfinished twice in the pause, then complete at the end
+    model = FakeTurnModel([0.02, 0.02, 0.9])  # sure it goes on, twice in the pause, then complete at the end
     (utterance,) = utterances(model, concat(silence(0.5), tone(1.0), silence(0.6), tone(0.8), silence(1.5)),
                               turn_retry_ms=300)
     assert utterance.end - utterance.start > 2.3, "the pause did not split the turn"
