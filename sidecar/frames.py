@@ -202,6 +202,24 @@ class TranscriptFrame(DataFrame):
 
 
 @dataclass(kw_only=True)
+class EarlyTranscriptFrame(DataFrame):
+    """What whisper heard of an utterance up to a pause, before the pause is known to end the turn."""
+
+    interruptible: ClassVar[bool] = False
+    text: str
+    utterance: UtteranceFrame = field(repr=False)
+
+
+@dataclass(kw_only=True)
+class LikelyTurnFrame(DataFrame):
+    """The turn the words so far make if the pause ends it: the reply's prompt can be warmed
+    while the pause is confirmed (sidecar.reply)."""
+
+    interruptible: ClassVar[bool] = False
+    text: str
+
+
+@dataclass(kw_only=True)
 class UserTextFrame(DataFrame):
     """Typed input: bypasses VAD, wake word and ASR."""
 

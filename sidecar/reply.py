@@ -7,7 +7,9 @@ screen) the whole reply is recorded when it ends.
 
 After each recorded exchange, and when the pipeline starts, the next turn's prefix (persona +
 history) is sent to the gateway to warm (`LinkClient.warm`), so llama-server has it cached on
-the session's slot before the user speaks again (remote_api.slots).
+the session's slot before the user speaks again (remote_api.slots). When the user pauses, the
+turn their words so far would make (`LikelyTurnFrame`, from whisper's run at the pause) is
+warmed too, its words included, so the prompt is evaluated while the pause is confirmed.
 
 A turn that carries its own answer (a clock question, sidecar.intents) is not sent: its answer
 streams on as the reply's one token, so it is shown, spoken and recorded like a model's.
@@ -29,6 +31,7 @@ from sidecar.frames import (
     Frame,
     HeardFrame,
     InterruptionFrame,
+    LikelyTurnFrame,
     ReplyDoneFrame,
     RequestSentFrame,
     TokenFrame,
@@ -75,6 +78,9 @@ class Reply(Processor):
         self.link.warm(self.conversation.prefix())  # the session's first turn starts warm too
 
     async def process(self, frame: Frame, direction: Direction) -> None:
+        if isinstance(frame, LikelyTurnFrame):
+            self._likely(frame.text)
+            return
         await self.push(frame, direction)
         if isinstance(frame, UserTurnFrame) and direction is Direction.DOWN:
             await self._answer(frame)
@@ -84,6 +90,14 @@ class Reply(Processor):
             turn, pieces = self._streaming  # its stream was cancelled with the work in hand
             self._streaming = None
             await self.push(ReplyDoneFrame(turn=turn, reason="cancelled", text=strip_tags("".join(pieces))))
+
+    def _likely(self, text: str) -> None:
+        """Warm the prompt of the turn the user's words so far would start, while the pause is
+        confirmed: if that is the turn, the gateway's warm-up has evaluated its very prompt and
+        the reply starts from the cache; if the user goes on, the turn's request cancels it. Not
+        while a reply is coming or unheard: the history it would be appended to is not final."""
+        if self._streaming is None and not self._unheard:
+            self.link.warm(self.conversation.messages(text))
 
     def _heard(self, heard: HeardFrame) -> None:
         user = self._unheard.pop(heard.turn, None)

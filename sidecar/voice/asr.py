@@ -22,7 +22,7 @@ from typing import Protocol
 
 import numpy as np
 
-from sidecar.frames import Frame, TranscriptFrame, UtteranceFrame
+from sidecar.frames import EarlyTranscriptFrame, Frame, TranscriptFrame, UtteranceFrame
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.audio import RATE
 
@@ -102,8 +102,9 @@ class ASR(Processor):
 
     A non-final utterance starts whisper at once; when the final one comes with the same end
     (the user did not go on) its transcript is used, so most of whisper's time hides inside
-    the hang-over. If the user went on, the early run is aborted and the final one is
-    transcribed. One whisper context, so runs never overlap.
+    the hang-over. The early transcript goes on at once (`EarlyTranscriptFrame`: the reply's
+    prompt is warmed with it). If the user went on, the early run is aborted and the final one
+    is transcribed. One whisper context, so runs never overlap.
 
     `prompt` (the wake phrase, "Hey Stella.") biases the spelling of the name: without it,
     tiny.en hears espeak's "Stella" as "Statler", "Taylor" or "Tetler" most of the time.
@@ -126,8 +127,8 @@ class ASR(Processor):
             early = None
         if not frame.final:
             abort = threading.Event()
-            task = asyncio.create_task(asyncio.to_thread(self.transcriber, frame.audio, abort, self.prompt))
-            self._early = _Early(frame.end, abort, task, time.perf_counter())
+            self._early = _Early(frame.end, abort, asyncio.create_task(self._at_pause(frame, abort)),
+                                 time.perf_counter())
             return
         began = early.began if early is not None else time.perf_counter()
         text = await (early.task if early is not None
@@ -137,3 +138,10 @@ class ASR(Processor):
                  ", started at the pause" if early is not None else "")
         log.debug("heard %r", text)
         await self.push(TranscriptFrame(text=text, asr_ms=took, utterance=frame))
+
+    async def _at_pause(self, utterance: UtteranceFrame, abort: threading.Event) -> str:
+        """The early run; its transcript goes on at once (`EarlyTranscriptFrame`) unless the user went on."""
+        text = await asyncio.to_thread(self.transcriber, utterance.audio, abort, self.prompt)
+        if text and not abort.is_set():
+            await self.push(EarlyTranscriptFrame(text=text, utterance=utterance))
+        return text

@@ -33,8 +33,10 @@ from typing import Protocol
 import numpy as np
 
 from sidecar.frames import (
+    EarlyTranscriptFrame,
     Frame,
     InterruptionFrame,
+    LikelyTurnFrame,
     ListeningFrame,
     OutfitFrame,
     TranscriptFrame,
@@ -152,19 +154,44 @@ class TurnTaker(Processor):
         elif isinstance(frame, TranscriptFrame):
             await self._transcript(frame.text, frame.utterance)
             return
+        elif isinstance(frame, EarlyTranscriptFrame):
+            likely = self._likely_turn(frame.text, frame.utterance)
+            if likely is not None:
+                await self.push(LikelyTurnFrame(text=likely))
+            return
         elif isinstance(frame, UserTextFrame):
             if frame.text.strip():
                 await self._turn(frame.text.strip(), "text", None)
             return
         await self.push(frame, direction)
 
+    def _without_wake(self, utterance: UtteranceFrame) -> bool:
+        """Addressed with no wake word to find: push-to-talk, a barge-in, or no wake word at all."""
+        return utterance.push_to_talk or utterance.barge_in or self.engine == "off"
+
+    def _name_in(self, text: str, utterance: UtteranceFrame) -> NameMatch | None:
+        return self.matcher.match(text) if utterance.wake_inside or utterance.verify_wake else None
+
+    def _likely_turn(self, text: str, utterance: UtteranceFrame) -> str | None:
+        """The words of the turn `text` would start if it were final, changing nothing; None if it
+        would start none, be handled locally, or need whisper's n-best (too slow to guess with)."""
+        if self._without_wake(utterance):
+            likely = text
+        elif (found := self._name_in(text, utterance)) is not None:
+            likely = found.rest
+        else:
+            likely = text if self.window.covers(utterance) else ""
+        if not likely or (self.intents is not None and self.intents.parse(likely) is not None):
+            return None
+        return likely
+
     async def _transcript(self, text: str, utterance: UtteranceFrame) -> None:
         if not text:
             return
-        if utterance.push_to_talk or utterance.barge_in or self.engine == "off":
+        if self._without_wake(utterance):
             await self._take(text, utterance)
             return
-        found = self.matcher.match(text) if utterance.wake_inside or utterance.verify_wake else None
+        found = self._name_in(text, utterance)
         if found is None and utterance.verify_wake and self.hypotheses is not None:
             found = await self._second_guess(text, utterance)
         if found is not None:

@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from sidecar.frames import EndFrame, TranscriptFrame, UtteranceFrame
+from sidecar.frames import EarlyTranscriptFrame, EndFrame, TranscriptFrame, UtteranceFrame
 from sidecar.voice.asr import ASR, FULL_CTX, MIN_CTX, audio_ctx, clean
 
 from .harness import run
@@ -71,3 +71,16 @@ def test_when_the_user_goes_on_the_early_run_is_dropped():
                                  utt(32000, 2.0, final=True)])
     assert whisper.calls == [16000, 32000] and not whisper.overlapped
     assert [t.text for t in heard] == ["32000 samples"]
+
+
+def transcripts(frames: list[UtteranceFrame], pause: float) -> list[tuple[str, str]]:
+    script = [step for frame in frames for step in (frame, pause)] + [EndFrame()]
+    return [(type(f).__name__, f.text) for f in run(script, [ASR(FakeWhisper())], timeout=10)
+            if isinstance(f, TranscriptFrame | EarlyTranscriptFrame)]
+
+
+def test_the_transcript_at_the_pause_goes_on_before_the_pause_is_known_to_end_the_turn():
+    pause_ends_turn = transcripts([utt(16000, 1.0, final=False), utt(16000, 1.0, final=True)], 0.5)
+    assert pause_ends_turn == [("EarlyTranscriptFrame", "16000 samples"), ("TranscriptFrame", "16000 samples")]
+    user_went_on = transcripts([utt(16000, 1.0, final=False), utt(32000, 2.0, final=True)], 0.1)
+    assert user_went_on == [("TranscriptFrame", "32000 samples")], "a run stopped half way is no guess"

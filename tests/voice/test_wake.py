@@ -7,8 +7,10 @@ import pytest
 
 from sidecar.frames import (
     AudioFrame,
+    EarlyTranscriptFrame,
     EndFrame,
     Frame,
+    LikelyTurnFrame,
     ListeningFrame,
     TranscriptFrame,
     UserTextFrame,
@@ -16,6 +18,7 @@ from sidecar.frames import (
     UtteranceFrame,
     WakeFrame,
 )
+from sidecar.intents import Intents
 from sidecar.pipeline import Processor
 from sidecar.voice.audio import RATE, to_int16
 from sidecar.voice.turn_taking import TurnTaker, WakeGate
@@ -132,3 +135,31 @@ def test_push_to_talk_and_typed_text_bypass_the_wake_word():
               [heard(ptt, "Turn it down."), UserTextFrame(text="Hello!")])
     assert [(f.text, f.source) for f in out if isinstance(f, UserTurnFrame)] == [("Turn it down.", "push_to_talk"),
                                                                                  ("Hello!", "text")]
+
+
+def early(u: UtteranceFrame, text: str) -> EarlyTranscriptFrame:
+    return EarlyTranscriptFrame(text=text, utterance=u, t=u.end + 0.2)
+
+
+def likely(frames: list[Frame]) -> list[str]:
+    return [f.text for f in frames if isinstance(f, LikelyTurnFrame)]
+
+
+def test_at_a_pause_the_turn_taker_says_which_turn_the_words_would_make_and_changes_nothing():
+    chatter = utterance(0, 1, verify_wake=True, final=False)
+    asked = utterance(2, 4, verify_wake=True, final=False)
+    out = run([TurnTaker("hey stella", 8)], [early(chatter, "Hello there."),
+                                             early(asked, "Hey Stella, where do penguins live?"),
+                                             heard(utterance(2, 4.5, verify_wake=True),
+                                                   "Hey Stella, where do penguins live in winter?")])
+    assert likely(out) == ["where do penguins live?"], "the wake phrase stripped; chatter makes none"
+    assert turns(out) == ["where do penguins live in winter?"], "the final transcript makes the turn"
+    assert [f.t for f in out if isinstance(f, WakeFrame)] == [4.5], "the guess woke nothing"
+
+
+def test_no_likely_turn_for_what_is_handled_locally_or_not_addressed():
+    out = run([TurnTaker("hey_jarvis", 8, engine="openwakeword", intents=Intents(()))],
+              [early(utterance(0, 1, push_to_talk=True, final=False), "Stop."),
+               early(utterance(2, 3, final=False), "Where do penguins live?"),
+               early(utterance(4, 5, push_to_talk=True, final=False), "Where do penguins live?")])
+    assert likely(out) == ["Where do penguins live?"], "only the push-to-talk question"
