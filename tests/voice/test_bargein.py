@@ -20,8 +20,9 @@ import pytest
 
 from sidecar.config import AppConfig, ChatConfig
 from sidecar.conversation import INTERRUPTED, Conversation
-from sidecar.frames import AudioOutFrame, EndFrame, InterruptionFrame
+from sidecar.frames import AudioOutFrame, EndFrame, InterruptionFrame, RequestSentFrame
 from sidecar.headless import Options, run, with_wake
+from sidecar.reply import Reply
 from sidecar.voice.audio import RATE
 from tests.helpers import tokens_predicted
 
@@ -36,15 +37,20 @@ ECHO = (50.0, -12.0)  # speaker -> microphone: 50 ms, 12 dB down
 
 
 class RecordingConversation(Conversation):
-    """The real conversation, keeping the messages of every request it built."""
+    """The real conversation, keeping the messages of every request sent (`sent`, called when one
+    is): the messages it built last. It also builds them for warm-ups, which are no requests."""
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.requests: list[list[dict[str, str]]] = []
+        self._built: list[dict[str, str]] = []
 
     def messages(self, user_text: str) -> list[dict[str, str]]:
-        self.requests.append(super().messages(user_text))
-        return self.requests[-1]
+        self._built = super().messages(user_text)
+        return self._built
+
+    def sent(self) -> None:
+        self.requests.append(self._built)
 
 
 class SlotWatch:
@@ -116,6 +122,8 @@ def session(gateway, llama_server, engines, piper, tmp_path_factory) -> Session:
             marks["stop"] = time.monotonic()
             asyncio.get_running_loop().call_later(
                 1.5, lambda: asyncio.ensure_future(processor.pipeline.queue(InterruptionFrame(reason="stop"))))
+        elif isinstance(frame, RequestSentFrame) and isinstance(processor, Reply):  # (each hop shows it)
+            conversation.sent()
         elif isinstance(frame, EndFrame) and not mic:
             mic.append(source.audio)
 
