@@ -1,5 +1,6 @@
-"""Whisper's n-best readings as the name check's second guess: the Scottish "Hey Stella" whisper
-first hears as "Peace to love" / "Please tell us" wakes her, "Please tell us" from others does not."""
+"""Whisper's n-best readings as the name check's second guess: Scottish "Hey Stella"s whisper
+first hears as "Peace to love" / "Please tell us" wake her more often with it, and look-alikes
+("Please tell us", "Hey Bella") in several voices do not."""
 
 from __future__ import annotations
 
@@ -88,14 +89,40 @@ def test_no_reading_with_the_name_is_not_addressed():
     assert not [f for f in out if isinstance(f, (WakeFrame, UserTurnFrame))]
 
 
-def test_the_phrase_front_end_wakes_on_the_scottish_voice_and_not_on_please_tell_us(engines, hypotheses, piper):
-    """Real VAD, whisper and n-best: she says the name and asks; then another voice says the look-alike."""
-    config = VoiceConfig(wake_engine="phrase", wake_phrase="hey stella")
-    audio = concat(silence(1.0), espeak("Hey Stella.", **SCOTTISH), silence(1.5),
-                   espeak("What time is it?", **SCOTTISH), silence(3.0), piper("Please tell us what happened."),
-                   silence(2.5))
+def front_end(engines, hypotheses: NameHypotheses | None, audio: np.ndarray) -> list[Frame]:
+    """Real VAD, whisper and (if given) the n-best check: the phrase engine's listening path."""
     phrase = dataclasses.replace(engines, wake=None, hypotheses=hypotheses)
-    out = harness.run([*frames_of(audio), EndFrame()], listening(config, phrase, harness.Feed([]))[1:], timeout=120)
-    assert len([f for f in out if isinstance(f, WakeFrame)]) == 1
-    turns = [f.text for f in out if isinstance(f, UserTurnFrame)]
-    assert len(turns) == 1 and "time" in turns[0].lower(), turns
+    config = VoiceConfig(wake_engine="phrase", wake_phrase="hey stella")
+    return harness.run([*frames_of(audio), EndFrame()], listening(config, phrase, harness.Feed([]))[1:], timeout=120)
+
+
+# Scottish voices saying the name, then a question. Single clips sit on whisper tiny's decision edge:
+# the issue's own clip (f2 at 150 wpm) wakes her on one CPU and not on another (CTranslate2's int8
+# kernels differ between processors), and a 70 ms shift of the utterance's start flips its n-best
+# readings. So the front end is judged on twelve clips: with the n-best check 9 woke her on this
+# machine's Xeon, without it 6.
+SCOTTISH_VOICES = [(voice, speed) for voice in ("en-gb-scotland+f2", "en-gb-scotland", "en-gb-scotland+m3",
+                                                "en-gb-scotland+f4") for speed in (140, 150, 165)]
+
+
+def test_the_phrase_front_end_wakes_on_scottish_voices_more_often_with_the_n_best_check(engines, hypotheses):
+    woke = {True: 0, False: 0}
+    for voice, speed in SCOTTISH_VOICES:
+        audio = concat(silence(1.0), espeak("Hey Stella.", voice=voice, speed=speed), silence(1.5),
+                       espeak("What time is it?", voice=voice, speed=speed), silence(2.0))
+        for nbest in (True, False):
+            out = front_end(engines, hypotheses if nbest else None, audio)
+            turns = [f.text for f in out if isinstance(f, UserTurnFrame)]
+            if [f for f in out if isinstance(f, WakeFrame)]:
+                woke[nbest] += 1
+                assert len(turns) == 1, (voice, speed, turns)  # the question (its words are whisper's business)
+    assert woke[True] >= 2 * len(SCOTTISH_VOICES) // 3, woke
+    assert woke[True] > woke[False], f"the n-best check woke her no more often: {woke}"
+
+
+@pytest.mark.parametrize("voice", ["en-gb-scotland+f2", "en-gb-scotland", "en-us", "piper"])
+def test_look_alikes_do_not_wake_the_phrase_front_end(engines, hypotheses, piper, voice):
+    say = piper if voice == "piper" else lambda text: espeak(text, voice=voice, speed=150)
+    for text in ("Please tell us what happened.", "Please tell us a story.", "Hey Bella, what time is it?"):
+        out = front_end(engines, hypotheses, concat(silence(1.0), say(text), silence(2.0)))
+        assert not [f for f in out if isinstance(f, (WakeFrame, UserTurnFrame))], (voice, text)
