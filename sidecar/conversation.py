@@ -26,7 +26,13 @@ from sidecar.config import ChatConfig, PersonaConfig
 from sidecar.outfit_catalogue import Outfit
 from sidecar.outfit_tags import tag_instruction
 
-CHARS_PER_TOKEN = 4  # a cheap, safe-side estimate; the sidecar has no tokenizer
+# The sidecar has no tokenizer, so a message's tokens are estimated: its text at 3 characters a
+# token plus what the chat template wraps it in. Measured with gemma3's tokenizer and the vicuna
+# template on a spoken conversation: the text took 1.33 times len/4, and each exchange cost ~9
+# tokens of template on top, so `len // 4 + 1` counted half of what the prompt really grew by and
+# twenty short exchanges overflowed a 1024-token slot (llama-server refused every turn after).
+CHARS_PER_TOKEN = 3
+MESSAGE_TOKENS = 7  # the template's role markers and separators around one message, with a margin
 # After the heard part of a reply the user cut short: the dash transcripts use for speech broken
 # off. A bracketed "[interrupted]" was copied by the small model as its whole next reply.
 INTERRUPTED = " —"
@@ -66,7 +72,8 @@ class MemoryHistory:
 
 
 def estimate_tokens(text: str) -> int:
-    return len(text) // CHARS_PER_TOKEN + 1
+    """The prompt tokens one message holding `text` costs, on the safe side."""
+    return len(text) // CHARS_PER_TOKEN + MESSAGE_TOKENS
 
 
 class Conversation:

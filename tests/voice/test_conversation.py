@@ -9,6 +9,9 @@ import pytest
 from remote_api.shared.config_loader import ConfigError, load_config
 from sidecar.config import AppConfig, ChatConfig, PersonaConfig, VoiceConfig
 from sidecar.conversation import Conversation, Exchange, MemoryHistory
+from sidecar.outfit_catalogue import load_catalogue
+
+from .speech import QUESTIONS
 
 
 def test_messages_hold_the_persona_an_example_the_history_and_the_question():
@@ -87,3 +90,31 @@ def test_the_prefix_is_the_next_turns_prompt_without_the_question():
     convo = Conversation(PersonaConfig(), ChatConfig())
     convo.record("Hi!", "Hello, friend.")
     assert convo.messages("And you?") == [*convo.prefix(), {"role": "user", "content": "And you?"}]
+
+
+@pytest.mark.llama
+def test_a_long_spoken_conversation_never_outgrows_a_slot_of_the_model(llama_server):
+    """The history budget is estimated without a tokenizer; here the real one (gemma3 on
+    llama-server, the app's template) counts the prompt of every turn of a long conversation of
+    short spoken exchanges — the kind that once overflowed a 1024-token slot after twenty turns."""
+    import httpx
+
+    chat = ChatConfig()
+    convo = Conversation(PersonaConfig(), chat, outfits=load_catalogue())
+    replies = ["I'm in a good mood. I'm in a good mood.", "I can recommend a good book, but I'm not sure.",
+               "Two plus two is four.", "Penguins live in the south, on the ice!", "I'm fine, thanks."]
+
+    def tokens(messages: list[dict[str, str]]) -> int:
+        prompt = httpx.post(f"{llama_server.url}/apply-template", json={"messages": messages},
+                            headers=llama_server.headers, timeout=30).json()["prompt"]
+        return len(httpx.post(f"{llama_server.url}/tokenize", json={"content": prompt},
+                              headers=llama_server.headers, timeout=30).json()["tokens"])
+
+    base = tokens(convo.messages("How are you?"))
+    for turn in range(40):
+        question = QUESTIONS[turn % len(QUESTIONS)]
+        messages = convo.messages(question)
+        used = tokens(messages)
+        assert used + chat.max_tokens <= 1024, f"turn {turn + 1}: {used} prompt tokens"
+        assert used - base <= chat.history_tokens + 20, "the history costs what its budget says"
+        convo.record(question, replies[turn % len(replies)])
