@@ -149,6 +149,7 @@ def simulate(config: AppConfig, engines: LoadedModels, piper, folder: Path, *, r
     seen: set[tuple[str, int]] = set()
     asked = 1
     speech_start = 0.0  # the audio time of the last speech onset (what a barge-in answers to)
+    interruptions: list[InterruptionFrame] = []  # the barge-ins seen, held: ids are not reused while held
     vad_feeder = None  # the processor that hands the microphone blocks to the VAD (found once built)
 
     def once(kind: str, turn: int) -> bool:
@@ -173,7 +174,9 @@ def simulate(config: AppConfig, engines: LoadedModels, piper, folder: Path, *, r
                 outcome.onsets.append(onset)
                 outcome.ends.append(onset + len(audio) / RATE)
                 outcome.said.append(clip)
-        elif isinstance(frame, InterruptionFrame) and frame.reason == "barge_in" and once("barge_in", id(frame)):
+        elif isinstance(frame, InterruptionFrame) and frame.reason == "barge_in" and not any(
+                f is frame for f in interruptions):  # each hop shows it; an id() could be a freed one's again
+            interruptions.append(frame)
             outcome.barge_ins.append(speech_start)  # not when it was decided: a loaded machine may lag
         elif isinstance(frame, UserTurnFrame) and frame.source == "voice" and once("user", frame.turn):
             spoken = [k for k, o in enumerate(outcome.onsets) if o <= (frame.speech_end or 0.0)]
