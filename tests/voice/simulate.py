@@ -6,7 +6,11 @@ spoken by the real voice and played into out.wav; the echo path feeds out.wav ba
 input. Every `talk_every`-th reply, the user starts speaking half a second into it, with the
 next of `clips` (piper's joe — Stella's own voice — or an espeak-ng voice). A barge-in by speech
 that began within a second of such an onset is a hit; any other barge-in is false; an onset without one is a miss.
-What was transcribed of each talk-over is kept, to compare with the same clip heard in silence.
+What was transcribed of each talk-over is kept, to compare with the same clip heard in silence:
+the very samples spoken over her (piper renders a text differently each time: "Where do
+penguins live?" read "lie", "life" or "live" by whisper in silence), read at a few leads of
+silence (whisper tiny's reading of a clip can turn on a few ms of lead: "Tell me about Paris."
+is "Tell me I'm out, Paris." in silence after 8 ms, right after 0 or 16).
 `TUNING` clips are for tests and for tuning; `HELD_OUT` ones only for the benchmark's figures.
 Used by tests/voice/test_echo_guard.py and tests/bench/bargein_echo.py.
 """
@@ -39,7 +43,7 @@ from sidecar.voice.vad import Endpointer
 from sidecar.voice_loop import LoadedModels, build
 
 from .harness import ScriptedLink
-from .speech import espeak, load, noise, save
+from .speech import espeak, load, noise, save, word_errors
 
 REPLIES = [
     "Sure, I can help with that. Let me think about it for a moment.",
@@ -75,13 +79,22 @@ def speak(piper, clip: Clip, level: float = 0.5) -> np.ndarray:  # noqa: ANN001
     return piper(clip.text, level=level) if clip.voice == "piper" else espeak(clip.text, voice=clip.voice, level=level)
 
 
-def in_silence(engines: LoadedModels, piper, clips: list[Clip]) -> dict[Clip, str]:  # noqa: ANN001
-    """Each clip transcribed alone, over the same quiet room noise as the conversation."""
-    heard = {}
-    for clip in clips:
-        audio = speak(piper, clip)
-        heard[clip] = engines.transcriber(audio + noise(len(audio) / RATE, level=0.002)[:len(audio)])
-    return heard
+READING_LEADS_MS = (0, 8, 16, 32, 48)
+
+
+def in_silence(engines: LoadedModels, spoken: list[np.ndarray]) -> list[list[str]]:
+    """What whisper makes of each talk-over's audio alone, over the same quiet room noise as the
+    conversation, after each of `READING_LEADS_MS` of it: the readings an echo-free ear gives."""
+    readings = []
+    for audio in spoken:
+        leads = [np.concatenate([np.zeros(RATE * ms // 1000, np.float32), audio]) for ms in READING_LEADS_MS]
+        readings.append([engines.transcriber(a + noise(len(a) / RATE, level=0.002)[:len(a)]) for a in leads])
+    return readings
+
+
+def errors_over_her(readings: list[str], over_her: str) -> int:
+    """The words heard over her voice that no echo-free reading of the same audio has."""
+    return min(word_errors(reading, over_her) for reading in readings)
 
 
 @dataclass
@@ -90,6 +103,7 @@ class Outcome:
     in_full: int = 0  # replies heard to the end
     onsets: list[float] = field(default_factory=list)  # when the user started talking over one
     said: list[Clip] = field(default_factory=list)  # what the user said at each onset
+    spoken: list[np.ndarray] = field(default_factory=list)  # its audio, as inserted into the microphone
     ends: list[float] = field(default_factory=list)  # when each of those clips ended
     heard: dict[int, str] = field(default_factory=dict)  # onset index -> the transcript of its user turn
     barge_ins: list[float] = field(default_factory=list)  # where in the audio the speech that cut her off began
@@ -174,6 +188,7 @@ def simulate(config: AppConfig, engines: LoadedModels, piper, folder: Path, *, r
                 outcome.onsets.append(onset)
                 outcome.ends.append(onset + len(audio) / RATE)
                 outcome.said.append(clip)
+                outcome.spoken.append(audio)
         elif isinstance(frame, InterruptionFrame) and frame.reason == "barge_in" and not any(
                 f is frame for f in interruptions):  # each hop shows it; an id() could be a freed one's again
             interruptions.append(frame)
