@@ -20,10 +20,7 @@ the filter has converged) for many seconds: measured in the simulated room at -6
 cleaned echo ran at -27 to -36 dB while the coupling stood at -9 dB, and the "T" of "Tell me
 about Paris" (-13 dB) was cut from the pre-roll ("Help me am out Paris").
 The guard listens to the echo-cancelled microphone (`sidecar/voice/aec.py`), so
-the coupling it learns is what the canceller leaves of her voice once it has shown, on the
-reply, that it cancels (before that a window is judged against her echo as heard, and learning
-the unconverged filter's output kept the allowed echo at -5 to -13 dB for the first ~13 s of
-her speech: at 0 dB coupling the first talk-over stopped her only after 830-940 ms) — never less than
+the coupling it learns is what the canceller leaves of her voice — never less than
 `echo_coupling_floor_db`: when the room's path jumps (a sound server's latency moved) the
 filter lets her voice through for a second or so, more than its usual residue (measured
 through PulseAudio: a false barge-in on the last syllable of a reply with no floor) — and a user quieter at the
@@ -157,8 +154,7 @@ class EchoGuard:
             self._recent.append(heard_db)
         user = probability >= self.threshold and heard_db > self.allowed_db + self.margin_db
         if not user:  # learn the coupling from echo only: the user talking over it is not echo
-            if raw is None or self.trusted:  # and what the canceller leaves once it cancels, not before
-                self._ratios.add(ratio_db)
+            self._ratios.add(ratio_db)
             self._raw_ratios.add(raw_db)
         self._run = self._run + 1 if user else 0
         if log.isEnabledFor(logging.DEBUG):  # the decision's figures, window by window
