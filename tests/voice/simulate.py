@@ -79,6 +79,7 @@ def speak(piper, clip: Clip, level: float = 0.5) -> np.ndarray:  # noqa: ANN001
     return piper(clip.text, level=level) if clip.voice == "piper" else espeak(clip.text, voice=clip.voice, level=level)
 
 
+ROOM_NOISE = 0.002  # RMS of the room's quiet noise, in the conversation and in the silence readings
 READING_LEADS_MS = (0, 8, 16, 32, 48)
 
 
@@ -88,7 +89,7 @@ def in_silence(engines: LoadedModels, spoken: list[np.ndarray]) -> list[list[str
     readings = []
     for audio in spoken:
         leads = [np.concatenate([np.zeros(RATE * ms // 1000, np.float32), audio]) for ms in READING_LEADS_MS]
-        readings.append([engines.transcriber(a + noise(len(a) / RATE, level=0.002)[:len(a)]) for a in leads])
+        readings.append([engines.transcriber(a + noise(len(a) / RATE, level=ROOM_NOISE)[:len(a)]) for a in leads])
     return readings
 
 
@@ -153,7 +154,7 @@ def simulate(config: AppConfig, engines: LoadedModels, piper, folder: Path, *, r
     # Spoken before the conversation starts: synthesising a clip inside it would stall the event
     # loop for as long as piper takes (~1 s under load), and that stall counted as stop latency.
     voiced = {clip: speak(piper, clip, user_level) for clip in clips}
-    room = save(folder / "room.wav", noise(2.0, level=0.002))
+    room = save(folder / "room.wav", noise(2.0, level=ROOM_NOISE))
     path = EchoPath(*echo)
     output = FileOutput(folder / "out.wav", RATE, config.voice.block_ms)
     path.connect(output)
