@@ -54,6 +54,10 @@ class GeometryKeeper:
 
     pywebview reports them from the GUI thread; saving waits for a pause (and happens at close
     in any case), so dragging the window does not write to the database on every pixel.
+
+    The events alone can miss the last change: GTK reports a resize at its next layout, so a
+    window closed right after being resized closed before saying so (seen: the position kept,
+    the size the old one). At close the window's own measure (`closing`) therefore wins.
     """
 
     def __init__(self, store: Store | None, geometry: Geometry, delay: float = 0.6) -> None:
@@ -86,6 +90,14 @@ class GeometryKeeper:
 
     def restored(self) -> None:
         self._update(maximized=False)
+
+    def closing(self, measured: tuple[int, int, int, int] | None) -> None:
+        """Saves now, with the window's own (x, y, width, height) when the platform gave it."""
+        if measured is not None and not self.geometry.maximized:
+            x, y, width, height = (int(v) for v in measured)
+            with self._lock:
+                self.geometry = replace(self.geometry, x=x, y=y, width=width, height=height)
+        self.save()
 
     def _update(self, **changes: Any) -> None:
         with self._lock:

@@ -165,7 +165,12 @@ def run_window(options: WindowOptions) -> int:
             window.events.resized += keeper.resized
             window.events.maximized += keeper.maximized
             window.events.restored += keeper.restored
-            window.events.closing += keeper.save
+            native_window = window
+
+            def closing() -> None:  # on the GUI thread, where the toolkit can be asked
+                keeper.closing(webview_backend.measure(gui, native_window.native))
+
+            window.events.closing += closing
             if settings.automation_socket:
                 automation = PageAutomation(Path(settings.automation_socket), window.run_js)
             webview.start(gui=gui, icon=str(ICON), private_mode=True)

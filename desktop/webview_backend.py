@@ -17,6 +17,7 @@ import logging
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -97,3 +98,16 @@ def choose(setting: str) -> Choice:
     (log.warning if choice.gui == "qt" and setting == "auto" else log.info)(
         "web view: %s — %s", choice.label, choice.reason)
     return choice
+
+
+def measure(gui: str | None, native: Any) -> tuple[int, int, int, int] | None:
+    """The window's (x, y, width, height) from the toolkit itself, on its GUI thread; None where
+    this backend is not known here (the platform's own web view) or the window is gone."""
+    try:
+        if gui == "gtk":
+            return (*native.get_position(), *native.get_size())
+        if gui == "qt":
+            return native.x(), native.y(), native.width(), native.height()
+    except (AttributeError, RuntimeError) as exc:
+        log.warning("cannot measure the window at close: %s", exc)
+    return None

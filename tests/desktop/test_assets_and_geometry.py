@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from desktop.assets import AssetServer
-from desktop.geometry import MIN_SIZE, Geometry
+from desktop.geometry import MIN_SIZE, Geometry, GeometryKeeper
 
 
 @pytest.fixture(scope="module")
@@ -48,3 +48,18 @@ def test_a_window_left_on_an_unplugged_monitor_comes_back_on_one_that_is_there()
     on_external = Geometry(1200, 800, 2000, 100)
     assert on_external.on_screens([laptop]) == Geometry(1200, 768, None, None)
     assert Geometry(900, 640, 30, 20).on_screens([laptop, (1366, 0, 1920, 1080)]) == Geometry(900, 640, 30, 20)
+
+
+def test_at_close_the_window_s_own_measure_wins_over_a_resize_it_never_reported() -> None:
+    """GTK reports a resize at its next layout: a window closed just after one never said so."""
+    keeper = GeometryKeeper(None, Geometry(), delay=60)
+    keeper.moved(60, 40)
+    keeper.closing((60, 40, 980, 660))
+    assert keeper.geometry == Geometry(980, 660, 60, 40)
+
+    keeper.closing(None)  # a platform that cannot be asked: what the events said stays
+    assert keeper.geometry == Geometry(980, 660, 60, 40)
+
+    keeper.maximized()  # a maximized window is not measured: its restored size is what to keep
+    keeper.closing((0, 0, 1920, 1080))
+    assert keeper.geometry == Geometry(980, 660, 60, 40, maximized=True)
