@@ -207,6 +207,9 @@ class ChatConfig:
     stop: list[str] = field(default_factory=lambda: ["\n", "User:", "USER:"])
     history_tokens: int = 600  # the history kept in the prompt, oldest turns dropped first
     reply_timeout_s: float = 30.0  # give up on a reply that has not finished by then
+    # Ask for the reply at a pause, before the hang-over confirms the turn's end (sidecar/reply.py);
+    # a wrong guess is cancelled. False: only warm the likely turn's prompt.
+    speculate: bool = True
 
     def __post_init__(self) -> None:
         if self.max_tokens < 1:

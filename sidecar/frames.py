@@ -144,6 +144,15 @@ class SpeechStoppedFrame(ControlFrame):
 
 
 @dataclass(kw_only=True)
+class SpeechResumedFrame(ControlFrame):
+    """The user spoke again at `t` after a pause that had been offered as a possible end (a
+    non-final utterance): what was started on that guess (an early transcript, a reply) is stale."""
+
+    interruptible: ClassVar[bool] = False
+    t: float
+
+
+@dataclass(kw_only=True)
 class WakeFrame(ControlFrame):
     """The wake word was heard (`t`: when); `engine` is "openwakeword" or "phrase"."""
 

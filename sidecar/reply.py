@@ -7,9 +7,15 @@ screen) the whole reply is recorded when it ends.
 
 After each recorded exchange, and when the pipeline starts, the next turn's prefix (persona +
 history) is sent to the gateway to warm (`LinkClient.warm`), so llama-server has it cached on
-the session's slot before the user speaks again (remote_api.slots). When the user pauses, the
-turn their words so far would make (`LikelyTurnFrame`, from whisper's run at the pause) is
-warmed too, its words included, so the prompt is evaluated while the pause is confirmed.
+the session's slot before the user speaks again (remote_api.slots).
+
+When the user pauses, the turn their words so far would make (`LikelyTurnFrame`, from whisper's
+run at the pause) is asked for at once (`chat.speculate`): the reply is generated while the
+hang-over confirms the pause, and its tokens wait in the link's turn until the turn is taken.
+If the turn is those very words the reply is already under way; if the user goes on
+(`SpeechResumedFrame`) or the turn's words differ, the guess is cancelled and its end awaited,
+so the slot and its cache are free for the real request. Without speculation the likely turn
+is only warmed (its prompt evaluated, no tokens).
 
 A turn that carries its own answer (a clock question, sidecar.intents) is not sent: its answer
 streams on as the reply's one token, so it is shown, spoken and recorded like a model's.
@@ -18,8 +24,10 @@ streams on as the reply's one token, so it is shown, spoken and recorded like a 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Protocol
 
 from remote_api.client import ChatEvent, Done, Token
@@ -34,6 +42,7 @@ from sidecar.frames import (
     LikelyTurnFrame,
     ReplyDoneFrame,
     RequestSentFrame,
+    SpeechResumedFrame,
     TokenFrame,
     UserTurnFrame,
 )
@@ -61,6 +70,14 @@ class ChatLink(Protocol):
     def warm(self, messages: list[dict[str, str]]) -> None: ...
 
 
+@dataclass
+class _Guess:
+    """A reply asked for at a pause, before the pause is known to end the turn."""
+
+    text: str
+    turn: ChatTurn
+
+
 class Reply(Processor):
     """One turn at a time: request, tokens, done. An interruption cancels the turn upstream
     (closing the server's stream, which frees its slot) and ends it as "cancelled"."""
@@ -73,31 +90,64 @@ class Reply(Processor):
         self.spoken = spoken
         self._unheard: dict[int, str] = {}  # turn -> the user's words, until playback says what was heard
         self._streaming: tuple[int, list[str]] | None = None  # the turn whose reply is coming in
+        self._guess: _Guess | None = None
 
     async def start(self) -> None:
         self.link.warm(self.conversation.prefix())  # the session's first turn starts warm too
 
+    async def stop(self) -> None:
+        if self._guess is not None:
+            self._guess.turn.cancel()
+            self._guess = None
+
     async def process(self, frame: Frame, direction: Direction) -> None:
         if isinstance(frame, LikelyTurnFrame):
-            self._likely(frame.text)
+            await self._likely(frame.text)
             return
         await self.push(frame, direction)
         if isinstance(frame, UserTurnFrame) and direction is Direction.DOWN:
             await self._answer(frame)
         elif isinstance(frame, HeardFrame):
             self._heard(frame)
-        elif isinstance(frame, InterruptionFrame) and self._streaming is not None:
-            turn, pieces = self._streaming  # its stream was cancelled with the work in hand
-            self._streaming = None
-            await self.push(ReplyDoneFrame(turn=turn, reason="cancelled", text=strip_tags("".join(pieces))))
+        elif isinstance(frame, SpeechResumedFrame):
+            await self._drop_guess()
+        elif isinstance(frame, InterruptionFrame):
+            await self._drop_guess()
+            if self._streaming is not None:
+                turn, pieces = self._streaming  # its stream was cancelled with the work in hand
+                self._streaming = None
+                await self.push(ReplyDoneFrame(turn=turn, reason="cancelled", text=strip_tags("".join(pieces))))
 
-    def _likely(self, text: str) -> None:
-        """Warm the prompt of the turn the user's words so far would start, while the pause is
-        confirmed: if that is the turn, the gateway's warm-up has evaluated its very prompt and
-        the reply starts from the cache; if the user goes on, the turn's request cancels it. Not
-        while a reply is coming or unheard: the history it would be appended to is not final."""
-        if self._streaming is None and not self._unheard:
+    async def _likely(self, text: str) -> None:
+        """Ask for (or only warm) the reply to the turn the user's words so far would start, while
+        the pause is confirmed. Not while a reply is coming or unheard: the history it would be
+        appended to is not final."""
+        if self._streaming is not None or self._unheard:
+            return
+        if not self.chat.speculate:
             self.link.warm(self.conversation.messages(text))
+            return
+        if self._guess is not None and self._guess.text == text:
+            return
+        await self._drop_guess()
+        self._guess = _Guess(text, self._request(text))
+        log.debug("asked for the reply at the pause (%s)", self._guess.turn.rid)
+
+    async def _drop_guess(self) -> None:
+        """Cancel the reply asked for at the pause and wait for its end: until then its request
+        holds the session's slot, and a request sent meanwhile would go to a cold one."""
+        guess, self._guess = self._guess, None
+        if guess is None:
+            return
+        guess.turn.cancel()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.chat.reply_timeout_s):
+                async for _ in guess.turn:
+                    pass
+
+    def _request(self, text: str) -> ChatTurn:
+        return self.link.chat(self.conversation.messages(text), max_tokens=self.chat.max_tokens,
+                              temperature=self.chat.temperature, stop=self.chat.stop)
 
     def _heard(self, heard: HeardFrame) -> None:
         user = self._unheard.pop(heard.turn, None)
@@ -108,11 +158,17 @@ class Reply(Processor):
             self.link.warm(self.conversation.prefix())
 
     async def _answer(self, user: UserTurnFrame) -> None:
+        guess, self._guess = self._guess, None
+        if guess is not None and (guess.text != user.text or user.local_answer is not None):
+            self._guess = guess
+            await self._drop_guess()
+            guess = None
         if user.local_answer is not None:
             await self._answer_locally(user, user.local_answer)
             return
-        turn = self.link.chat(self.conversation.messages(user.text), max_tokens=self.chat.max_tokens,
-                              temperature=self.chat.temperature, stop=self.chat.stop)
+        if guess is not None:
+            log.info("turn %d: its reply was asked for at the pause", user.turn)
+        turn = guess.turn if guess is not None else self._request(user.text)
         pieces: list[str] = []
         if self.spoken:
             self._unheard[user.turn] = user.text

@@ -22,7 +22,7 @@ from typing import Protocol
 
 import numpy as np
 
-from sidecar.frames import EarlyTranscriptFrame, Frame, TranscriptFrame, UtteranceFrame
+from sidecar.frames import EarlyTranscriptFrame, Frame, SpeechResumedFrame, TranscriptFrame, UtteranceFrame
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.audio import RATE
 
@@ -93,8 +93,9 @@ class _Early:
 
     end: float
     abort: threading.Event
-    task: asyncio.Task[str]
     began: float
+    took_ms: float = 0.0  # whisper's own time, once it has finished
+    task: asyncio.Task[str] | None = None
 
 
 class ASR(Processor):
@@ -118,30 +119,36 @@ class ASR(Processor):
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         if not isinstance(frame, UtteranceFrame):
+            if isinstance(frame, SpeechResumedFrame) and self._early is not None:
+                self._early.abort.set()  # the user went on: stop now, not at the next pause
             await self.push(frame, direction)
             return
         early, self._early = self._early, None
         if early is not None and (not frame.final or early.end != frame.end):
             early.abort.set()  # the user went on: that guess is stale
-            await early.task
+            if early.task is not None:
+                await early.task
             early = None
         if not frame.final:
-            abort = threading.Event()
-            self._early = _Early(frame.end, abort, asyncio.create_task(self._at_pause(frame, abort)),
-                                 time.perf_counter())
+            self._early = _Early(frame.end, threading.Event(), time.perf_counter())
+            self._early.task = asyncio.create_task(self._at_pause(frame, self._early))
             return
-        began = early.began if early is not None else time.perf_counter()
-        text = await (early.task if early is not None
-                      else asyncio.to_thread(self.transcriber, frame.audio, None, self.prompt))
-        took = (time.perf_counter() - began) * 1000
+        if early is not None and early.task is not None:
+            text = await early.task
+            took = early.took_ms
+        else:
+            began = time.perf_counter()
+            text = await asyncio.to_thread(self.transcriber, frame.audio, None, self.prompt)
+            took = (time.perf_counter() - began) * 1000
         log.info("heard %d chars in %.0f ms (%.1f s of audio%s)", len(text), took, len(frame.audio) / RATE,
                  ", started at the pause" if early is not None else "")
         log.debug("heard %r", text)
         await self.push(TranscriptFrame(text=text, asr_ms=took, utterance=frame))
 
-    async def _at_pause(self, utterance: UtteranceFrame, abort: threading.Event) -> str:
+    async def _at_pause(self, utterance: UtteranceFrame, early: _Early) -> str:
         """The early run; its transcript goes on at once (`EarlyTranscriptFrame`) unless the user went on."""
-        text = await asyncio.to_thread(self.transcriber, utterance.audio, abort, self.prompt)
-        if text and not abort.is_set():
+        text = await asyncio.to_thread(self.transcriber, utterance.audio, early.abort, self.prompt)
+        early.took_ms = (time.perf_counter() - early.began) * 1000
+        if text and not early.abort.is_set():
             await self.push(EarlyTranscriptFrame(text=text, utterance=utterance))
         return text

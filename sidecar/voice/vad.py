@@ -24,6 +24,7 @@ from sidecar.frames import (
     Frame,
     PlaybackLevelsFrame,
     PushToTalkFrame,
+    SpeechResumedFrame,
     SpeechStartedFrame,
     SpeechStoppedFrame,
     UtteranceFrame,
@@ -94,6 +95,11 @@ class SpeechStart:
 
 
 @dataclass
+class Resumed:
+    t: float  # start of the voiced window that ended a pause already offered as an utterance
+
+
+@dataclass
 class Utterance:
     audio: np.ndarray  # float32, pre-roll included
     start: float  # time of audio[0]
@@ -121,7 +127,7 @@ class AskTurn:
     t: float  # end of the window that asked
 
 
-Result = SpeechStart | Utterance | Discarded | AskTurn
+Result = SpeechStart | Resumed | Utterance | Discarded | AskTurn
 
 
 class Segmenter:
@@ -129,7 +135,8 @@ class Segmenter:
 
     A pause of `TAIL_S` yields a non-final utterance — the words so far, which whisper can
     start on while the hang-over runs; if the hang-over then passes in silence the final
-    utterance has the same audio, so the early transcript is the answer.
+    utterance has the same audio, so the early transcript is the answer. Voice after such a
+    guess says so at once (`Resumed`): what was started on the guess can stop.
     """
 
     TAIL_S = 0.064  # trailing silence kept after the last voiced window (two windows)
@@ -167,7 +174,10 @@ class Segmenter:
             self._voiced, self._last_voice = WINDOW_S, end
             return [SpeechStart(t)]
         self._audio.append(window)
+        out: list[Result] = []
         if probability >= self.threshold - HYSTERESIS:
+            if self._guessed:
+                out.append(Resumed(t))
             self._voiced += WINDOW_S
             self._last_voice, self._guessed = end, False
             if self.turn is not None:
@@ -176,8 +186,7 @@ class Segmenter:
         decision = self.turn.silence(silence) if self.turn is not None and silence > 0 and not self._ptt else None
         if end - self._start >= self.max_len or isinstance(decision, End) or (
                 self.turn is None and not self._ptt and silence >= self.hangover):
-            return [self._finish(end)]
-        out: list[Result] = []
+            return [*out, self._finish(end)]
         if not self._ptt and not self._guessed and silence >= self.tail and self._voiced >= self.min_speech:
             self._guessed = True
             out.append(self._utterance(end, final=False))
@@ -299,6 +308,9 @@ class Endpointer(Processor):
                 continue
             if isinstance(r, SpeechStart):
                 await self.push(SpeechStartedFrame(t=r.t))
+                continue
+            if isinstance(r, Resumed):
+                await self.push(SpeechResumedFrame(t=r.t))
                 continue
             if not isinstance(r, Utterance) or r.final:
                 await self.push(SpeechStoppedFrame(t=r.end, endpoint=r.endpoint))

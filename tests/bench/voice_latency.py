@@ -195,7 +195,8 @@ def report(config: AppConfig, turns: list[dict], asr_ms: list[float], tts_ms: li
         f"{config.voice.piper_voice}, "
         f"gemma3 270M Q4_K_M on llama-server (2 threads, 2 slots) behind the gateway, WebSocket link on loopback. "
         f"Settings: endpoint {endpointing(config.voice)}, pre-roll {config.voice.preroll_ms} ms, max "
-        f"{config.chat.max_tokens} tokens, first clause cut after {config.voice.first_clause_words} words.",
+        f"{config.chat.max_tokens} tokens, first clause cut after {config.voice.first_clause_words} words, "
+        f"reply asked for at the pause: {'yes' if config.chat.speculate else 'no (only its prompt warmed)'}.",
         "",
         f"{len(turns)} turns of \"{wake_words}, <question>\" in one conversation ({config.voice.wake_engine} wake "
         f"word), voices in turn: {', '.join(voice_names)}; the questions taken (wake word stripped) had "
@@ -234,6 +235,8 @@ def main() -> None:
     parser.add_argument("--asr-engine", choices=["ctranslate2", "whisper.cpp"], default=VoiceConfig.asr_engine)
     parser.add_argument("--endpoint", choices=["smart_turn", "silence"], default=VoiceConfig.endpoint)
     parser.add_argument("--wake", choices=["phrase", "openwakeword"], default="phrase")
+    parser.add_argument("--no-speculate", dest="speculate", action="store_false",
+                        help="chat.speculate off: at a pause only warm the likely turn, ask at the turn's end")
     args = parser.parse_args()
     if args.turns > len(QUESTIONS):
         parser.error(f"at most {len(QUESTIONS)} turns")
@@ -249,7 +252,8 @@ def main() -> None:
     try:
         voice = VoiceConfig(wake_engine=args.wake, wake_model="hey_jarvis", asr_threads=args.asr_threads,
                             asr_engine=args.asr_engine, endpoint=args.endpoint)
-        config = replace(AppConfig(server_url=url), voice=voice)
+        base = AppConfig(server_url=url)
+        config = replace(base, voice=voice, chat=replace(base.chat, speculate=args.speculate))
         engines = LoadedModels.load(voice)
         wake_words = "Hey Stella" if args.wake == "phrase" else "Hey Jarvis"
         speakers = voices()
@@ -288,7 +292,7 @@ def main() -> None:
     cut = sum(1 for t in transcripts if t.text and t.utterance.end not in taken and t not in bare_wake)
     command = "".join(f" --{k.replace('_', '-')} {v}" for k, v in (("endpoint", args.endpoint),
                       ("asr_engine", args.asr_engine), ("wake", args.wake))
-                      if v != parser.get_default(k))
+                      if v != parser.get_default(k)) + ("" if args.speculate else " --no-speculate")
     text = report(config, turns, [t.asr_ms for t in transcripts], tts, accuracy, (load_before, load_after), wall,
                   threads, wake_words=wake_words, voice_names=names, cut=cut, missed=len(questions) - len(turns),
                   command=command)

@@ -75,10 +75,13 @@ class ScriptedLink:
         self.replies = replies
         self.requests: list[list[dict[str, str]]] = []
         self.warmed: list[list[dict[str, str]]] = []  # the prefixes it was asked to warm
+        self.turns: list[ScriptedTurn] = []
 
     def warm(self, messages) -> None:
         self.warmed.append(messages)
 
     def chat(self, messages, *, max_tokens, temperature, stop) -> ScriptedTurn:
         self.requests.append(messages)
-        return ScriptedTurn(f"r{len(self.requests)}", self.replies[(len(self.requests) - 1) % len(self.replies)])
+        self.turns.append(ScriptedTurn(f"r{len(self.requests)}",
+                                       self.replies[(len(self.requests) - 1) % len(self.replies)]))
+        return self.turns[-1]

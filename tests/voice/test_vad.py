@@ -8,7 +8,7 @@ import pytest
 from remote_api.shared.models.provision import Models
 from sidecar.config import VoiceConfig
 from sidecar.voice.audio import RATE
-from sidecar.voice.vad import WINDOW, WINDOW_S, Discarded, Segmenter, SileroVad, SpeechStart, Utterance
+from sidecar.voice.vad import WINDOW, WINDOW_S, Discarded, Resumed, Segmenter, SileroVad, SpeechStart, Utterance
 
 from .speech import concat, espeak, load, noise, silence, words
 
@@ -41,7 +41,7 @@ def test_the_hang_over_decides_where_an_utterance_ends(hangover_ms):
     voice_end = 1 + 1 + pause + 1
     assert abs(utterance.end - voice_end) <= 2 * WINDOW_S  # the test's windows round each stretch
     assert abs(utterance.endpoint - (utterance.end + hangover_ms / 1000)) <= WINDOW_S
-    assert [type(r) for r in results if not isinstance(r, Utterance) or r.final] == [SpeechStart, Utterance]
+    assert [type(r) for r in results if not isinstance(r, Utterance) or r.final] == [SpeechStart, Resumed, Utterance]
 
 
 def test_a_longer_pause_splits_two_utterances():
@@ -78,6 +78,20 @@ def test_an_early_guess_comes_at_the_start_of_each_pause():
     assert guesses[1].end == final.end and np.array_equal(guesses[1].audio, final.audio), \
         "when the pause holds, the guess is the final utterance"
     assert guesses[1].endpoint < final.endpoint
+
+
+def test_voice_after_a_guessed_pause_says_at_once_that_the_guess_is_stale():
+    seg = Segmenter(VoiceConfig(hangover_ms=400))
+    results = feed(seg, windows(0.5, QUIET) + windows(1, VOICE) + windows(0.2, QUIET) + windows(0.5, VOICE)
+                   + windows(1, QUIET))
+    kinds = [type(r).__name__ if not isinstance(r, Utterance) else ("final" if r.final else "guess") for r in results]
+    assert kinds == ["SpeechStart", "guess", "Resumed", "guess", "final"]
+    (resumed,) = [r for r in results if isinstance(r, Resumed)]
+    assert resumed.t == pytest.approx(0.5 + 1 + 0.2, abs=2 * WINDOW_S), "the first window of the new words"
+    # a pause shorter than the early guess's tail offered nothing, so there is nothing to call off
+    results = feed(Segmenter(VoiceConfig(hangover_ms=400)), windows(0.5, QUIET) + windows(1, VOICE)
+                   + [QUIET] + windows(0.5, VOICE) + windows(1, QUIET))
+    assert not any(isinstance(r, Resumed) for r in results)
 
 
 def test_push_to_talk_ignores_pauses_until_release():
