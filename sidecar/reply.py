@@ -110,9 +110,9 @@ class Reply(Processor):
         elif isinstance(frame, HeardFrame):
             self._heard(frame)
         elif isinstance(frame, SpeechResumedFrame):
-            await self._drop_guess()
+            await self._drop_guess("the user went on")
         elif isinstance(frame, InterruptionFrame):
-            await self._drop_guess()
+            await self._drop_guess("interrupted")
             if self._streaming is not None:
                 turn, pieces = self._streaming  # its stream was cancelled with the work in hand
                 self._streaming = None
@@ -129,16 +129,17 @@ class Reply(Processor):
             return
         if self._guess is not None and self._guess.text == text:
             return
-        await self._drop_guess()
+        await self._drop_guess("a newer pause")
         self._guess = _Guess(text, self._request(text))
         log.debug("asked for the reply at the pause (%s)", self._guess.turn.rid)
 
-    async def _drop_guess(self) -> None:
+    async def _drop_guess(self, why: str) -> None:
         """Cancel the reply asked for at the pause and wait for its end: until then its request
         holds the session's slot, and a request sent meanwhile would go to a cold one."""
         guess, self._guess = self._guess, None
         if guess is None:
             return
+        log.info("the reply asked for at the pause is dropped: %s", why)
         guess.turn.cancel()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.chat.reply_timeout_s):
@@ -161,7 +162,7 @@ class Reply(Processor):
         guess, self._guess = self._guess, None
         if guess is not None and (guess.text != user.text or user.local_answer is not None):
             self._guess = guess
-            await self._drop_guess()
+            await self._drop_guess("the turn is not what was guessed")
             guess = None
         if user.local_answer is not None:
             await self._answer_locally(user, user.local_answer)

@@ -192,7 +192,8 @@ class TurnTaker(Processor):
             await self._take(text, utterance)
             return
         found = self._name_in(text, utterance)
-        if found is None and utterance.verify_wake and self.hypotheses is not None:
+        addressed = self.window.covers(utterance)  # after a bare wake word: no n-best wait (~0.2 s)
+        if found is None and utterance.verify_wake and self.hypotheses is not None and not addressed:
             found = await self._second_guess(text, utterance)
         if found is not None:
             if utterance.verify_wake:  # the custom-phrase engine (or the two-stage one) just heard its name
@@ -203,7 +204,7 @@ class TurnTaker(Processor):
             else:  # a bare wake word: the next utterance is the question
                 await self.push(ListeningFrame(until=round(self.window.t + self.window.window_s, 3)))
             return
-        if self.window.covers(utterance):  # follows a wake word (or whisper misspelt the one in it)
+        if addressed:  # follows a wake word (or whisper misspelt the one in it)
             await self._take(text, utterance)
         else:
             log.info("not addressed: ignoring %d chars of speech", len(text))

@@ -138,6 +138,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=1, help="each voice asks each question this many times")
     parser.add_argument("--server", help="a running gateway instead of the embedded one")
+    parser.add_argument("--keep-log", type=Path, help="copy the app's log (no words in it) here")
     args = parser.parse_args()
     os.environ.pop("DISPLAY", None)
     turns: list[dict] = []
@@ -193,6 +194,8 @@ def main() -> int:
         cpu_after, wall = cpu_seconds(app.pid), time.monotonic() - wall_before
         cpu = {name: (used - cpu_before.get(name, 0.0)) / wall for name, used in cpu_after.items()}
         timelines = app_log_timelines((state / "app.log").read_text(errors="replace"))
+        if args.keep_log:
+            args.keep_log.write_text((state / "app.log").read_text(errors="replace"))
     write(turns, timelines, offset, args, cpu)
     return 0
 

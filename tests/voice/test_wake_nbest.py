@@ -89,6 +89,28 @@ def test_no_reading_with_the_name_is_not_addressed():
     assert not [f for f in out if isinstance(f, (WakeFrame, UserTurnFrame))]
 
 
+class Counted(Readings):
+    def __init__(self, readings: list[str]) -> None:
+        super().__init__(readings)
+        self.asked = 0
+
+    def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]:
+        self.asked += 1
+        return super().__call__(audio, prompt)
+
+
+def test_the_question_after_a_bare_wake_word_is_taken_without_asking_for_readings():
+    """The window already addresses it: the n-best check would only delay the reply (~0.2 s)."""
+    readings = Counted(["Hey Stella."])
+    bare = UtteranceFrame(audio=np.zeros(RATE, np.float32), start=1.0, end=2.0, t=2.3, verify_wake=True)
+    question = UtteranceFrame(audio=np.zeros(2 * RATE, np.float32), start=2.6, end=4.6, t=4.9, verify_wake=True)
+    out = harness.run([TranscriptFrame(text="Hey Stella.", asr_ms=1.0, utterance=bare, t=bare.t),
+                       TranscriptFrame(text="What time is it?", asr_ms=1.0, utterance=question, t=question.t),
+                       EndFrame()], [TurnTaker("hey stella", 8, hypotheses=readings)])
+    assert [f.text for f in out if isinstance(f, UserTurnFrame)] == ["What time is it?"]
+    assert readings.asked == 0
+
+
 def front_end(engines, hypotheses: NameHypotheses | None, audio: np.ndarray) -> list[Frame]:
     """Real VAD, whisper and (if given) the n-best check: the phrase engine's listening path."""
     phrase = dataclasses.replace(engines, wake=None, hypotheses=hypotheses)
