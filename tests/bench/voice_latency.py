@@ -3,7 +3,8 @@
 Run: ``.venv/bin/python tests/bench/voice_latency.py [--turns 12] [--server URL]``. Without
 --server it starts the bundled llama-server (gemma3 270M) and a gateway. It prints the
 figures and writes them to ``tests/bench/results/voice.md``; ``--endpoint smart_turn`` ends
-turns with the turn model, ``--asr-engine whisper.cpp`` transcribes as before CTranslate2.
+turns with the turn model, ``--asr-engine whisper.cpp`` transcribes as before CTranslate2,
+``--no-speculate`` only warms the likely turn at a pause instead of asking for its reply.
 
 A scripted microphone says "Hey Stella, <question>" (the app's default phrase wake word; or
 "Hey Jarvis, …" with ``--wake openwakeword``) in voices that take turns (piper joe at two
