@@ -5,7 +5,8 @@ continue the sentence: "Dr. Smith", "e.g. this", "3.14", "U.S." and "J. K. Rowli
 CJK full stops end a sentence with no space after them; a newline always ends one. To speak
 sooner, the first sentence of a reply may be cut at its first comma (or ; : —) once it has
 `first_clause_words` words. Deciding often needs the next character, so a boundary is
-confirmed one token late, or at the end of the reply.
+confirmed one token late, or at the end of the reply — except a comma or semicolon after a
+letter, which ends the first clause at once (a token sooner: ~40 ms of a small model on one core).
 
 Small models sometimes glue stray tokens to the end of a sentence ("Paris.łę", "music.我可以",
 "music.ButtonClicked..."): a sentence mark followed at once by another script or a capital
@@ -122,9 +123,11 @@ class SentenceSplitter:
                     return None  # need more text to know
                 if decided:
                     return end
-            elif ch in CLAUSE and self._emitted == 0 and i + 1 < len(buf):
-                if buf[i + 1].isspace() and len(buf[:i].split()) >= self.first_clause_words:
+            elif ch in CLAUSE and self._emitted == 0 and len(buf[:i].split()) >= self.first_clause_words:
+                if i + 1 < len(buf) and buf[i + 1].isspace():
                     return i + 1
+                if i + 1 == len(buf) and ch in ",;" and buf[i - 1].isalpha():
+                    return i + 1  # "know," ends a clause whatever comes next (only digits go on: "1,000")
         if len(buf) > self.max_chars:  # a run-on: cut at the last space so speech can go on
             space = buf.rfind(" ", 0, self.max_chars)
             return space + 1 if space > 0 else self.max_chars

@@ -43,6 +43,14 @@ def test_the_first_clause_is_cut_at_a_comma_to_speak_sooner():
     assert split("Well, I think so.") == ["Well, I think so."], "too short a clause is not cut"
 
 
+def test_the_first_clause_goes_as_soon_as_its_comma_comes_unless_a_number_may_go_on():
+    splitter = SentenceSplitter(2)
+    assert splitter.feed("I don't know,") == ["I don't know,"], "no need to wait for the next token"
+    splitter = SentenceSplitter(2)
+    assert splitter.feed("It costs 1,") == []  # "1,000"
+    assert splitter.feed("000 dollars, more or less.") == ["It costs 1,000 dollars,"]
+
+
 def test_a_sentence_is_released_as_soon_as_the_next_token_confirms_it():
     splitter = SentenceSplitter(99)
     assert splitter.feed("Hello there.") == []  # could still be "there.com" or "there..."
