@@ -165,10 +165,10 @@ def run_window(options: WindowOptions) -> int:
             window.events.resized += keeper.resized
             window.events.maximized += keeper.maximized
             window.events.restored += keeper.restored
-            native_window = window
 
-            def closing() -> None:  # on the GUI thread, where the toolkit can be asked
-                keeper.closing(webview_backend.measure(gui, native_window.native))
+            def closing(window: webview.Window) -> None:
+                """pywebview passes a parameter named `window`, on the GUI thread: the toolkit can be asked."""
+                keeper.closing(webview_backend.measure(gui, window.native))
 
             window.events.closing += closing
             if settings.automation_socket:

@@ -159,11 +159,9 @@ class Reply(Processor):
             self.link.warm(self.conversation.prefix())
 
     async def _answer(self, user: UserTurnFrame) -> None:
-        guess, self._guess = self._guess, None
-        if guess is not None and (guess.text != user.text or user.local_answer is not None):
-            self._guess = guess
+        if self._guess is not None and (self._guess.text != user.text or user.local_answer is not None):
             await self._drop_guess("the turn is not what was guessed")
-            guess = None
+        guess, self._guess = self._guess, None
         if user.local_answer is not None:
             await self._answer_locally(user, user.local_answer)
             return

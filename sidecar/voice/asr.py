@@ -93,9 +93,7 @@ class _Early:
 
     end: float
     abort: threading.Event
-    began: float
-    took_ms: float = 0.0  # whisper's own time, once it has finished
-    task: asyncio.Task[str] | None = None
+    task: asyncio.Task[tuple[str, float]]  # the transcript and whisper's own time (ms)
 
 
 class ASR(Processor):
@@ -126,29 +124,27 @@ class ASR(Processor):
         early, self._early = self._early, None
         if early is not None and (not frame.final or early.end != frame.end):
             early.abort.set()  # the user went on: that guess is stale
-            if early.task is not None:
-                await early.task
+            await early.task
             early = None
         if not frame.final:
-            self._early = _Early(frame.end, threading.Event(), time.perf_counter())
-            self._early.task = asyncio.create_task(self._at_pause(frame, self._early))
+            abort = threading.Event()
+            self._early = _Early(frame.end, abort, asyncio.create_task(self._at_pause(frame, abort)))
             return
-        if early is not None and early.task is not None:
-            text = await early.task
-            took = early.took_ms
-        else:
-            began = time.perf_counter()
-            text = await asyncio.to_thread(self.transcriber, frame.audio, None, self.prompt)
-            took = (time.perf_counter() - began) * 1000
+        text, took = await (early.task if early is not None else self._transcribe(frame.audio, None))
         log.info("heard %d chars in %.0f ms (%.1f s of audio%s)", len(text), took, len(frame.audio) / RATE,
                  ", started at the pause" if early is not None else "")
         log.debug("heard %r", text)
         await self.push(TranscriptFrame(text=text, asr_ms=took, utterance=frame))
 
-    async def _at_pause(self, utterance: UtteranceFrame, early: _Early) -> str:
+    async def _transcribe(self, audio: np.ndarray, abort: threading.Event | None) -> tuple[str, float]:
+        """Whisper's text of `audio` and its own time (ms), in a worker thread."""
+        began = time.perf_counter()
+        text = await asyncio.to_thread(self.transcriber, audio, abort, self.prompt)
+        return text, (time.perf_counter() - began) * 1000
+
+    async def _at_pause(self, utterance: UtteranceFrame, abort: threading.Event) -> tuple[str, float]:
         """The early run; its transcript goes on at once (`EarlyTranscriptFrame`) unless the user went on."""
-        text = await asyncio.to_thread(self.transcriber, utterance.audio, early.abort, self.prompt)
-        early.took_ms = (time.perf_counter() - early.began) * 1000
-        if text and not early.abort.is_set():
+        text, took = await self._transcribe(utterance.audio, abort)
+        if text and not abort.is_set():
             await self.push(EarlyTranscriptFrame(text=text, utterance=utterance))
-        return text
+        return text, took
