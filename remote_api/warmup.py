@@ -4,8 +4,9 @@ A session keeps the upstream it first got while that upstream stays healthy (its
 cached there), and the slot `SlotMap` pins it to. A warm-up (a link `warm` message: the
 session's prefix, persona + history) is one request with no output tokens on that slot; a real
 turn cancels it before taking the slot (`SlotMap.chat` names it), so it never holds a turn up —
-except the session's own warm-up of the turn's very prefix, which the turn waits for: that is
-work the turn must do anyway, and a cancel in the middle of a batch would throw it away.
+except the session's own warm-up of the turn's very prefix (or of its user's first words), which
+the turn waits for: that is work the turn must do anyway, and a cancel in the middle of a batch
+would throw it away.
 """
 
 from __future__ import annotations
@@ -21,6 +22,17 @@ from remote_api.upstream_pool import UpstreamPool
 from remote_api.upstream_types import ChatRequest, Finished, UpstreamError
 
 log = logging.getLogger(__name__)
+
+
+def starts(messages: list[dict[str, str]], warming: list[dict[str, str]]) -> bool:
+    """`warming` is the start of `messages`: its messages theirs, but for the last one, whose text may
+    be only the start of theirs (a user's words warmed while they were still speaking)."""
+    if not warming or len(warming) > len(messages):
+        return not warming
+    *head, last = warming
+    mine = messages[len(head)]
+    return (messages[:len(head)] == head and mine.get("role") == last.get("role")
+            and mine.get("content", "").startswith(last.get("content", "")))
 
 
 class SlotKeeper:
@@ -49,7 +61,7 @@ class SlotKeeper:
         if task is None:
             return
         warming = self._prefixes.get(lease.preempt, [])
-        if lease.preempt != lease.session or messages[:len(warming)] != warming:
+        if lease.preempt != lease.session or not starts(messages, warming):
             task.cancel()  # closes its HTTP stream: llama-server drops it at its next step
         await asyncio.gather(task, return_exceptions=True)
 

@@ -46,6 +46,11 @@ class VoiceConfig:
     hangover_ms: int = 300
     min_speech_ms: int = 150
     max_utterance_s: float = 20.0
+    # While the user speaks, whisper transcribes the words so far every `interim_s` of speech
+    # (0 = never) and the reply's prompt is evaluated with them, so at the pause only the last
+    # words are left to evaluate. Only speech already addressed to Stella (and the start of speech
+    # that may hold her name) is transcribed so: the room's chatter costs nothing more.
+    interim_s: float = 0.8
     # End of a turn: "smart_turn" asks the turn model (Smart Turn v3.2) after `turn_ask_ms` of
     # silence whether the words so far are a complete turn — yes: the turn ends; no: it asks
     # again every `turn_retry_ms` (by default never: asking again cut off more thoughts and
@@ -156,9 +161,12 @@ class VoiceConfig:
         if not 0 < self.wake_threshold < 1:
             raise ValueError(f"voice setting 'wake_threshold' must be between 0 and 1, got {self.wake_threshold}")
         for name in ("preroll_ms", "hangover_ms", "min_speech_ms", "sentence_pause_ms", "output_rate",
-                     "echo_delay_ms", "echo_margin_db", "volume_step_db", "wake_nbest"):
+                     "echo_delay_ms", "echo_margin_db", "volume_step_db", "wake_nbest", "interim_s"):
             if getattr(self, name) < 0:
                 raise ValueError(f"voice setting '{name}' must not be negative, got {getattr(self, name)}")
+        if 0 < self.interim_s < 0.3:
+            raise ValueError(f"voice setting 'interim_s' must be 0 (off) or at least 0.3 (whisper's run takes "
+                             f"~0.1 s), got {self.interim_s}")
         if not 0 <= self.work_nice <= 19:
             raise ValueError(f"voice setting 'work_nice' must be 0-19, got {self.work_nice}")
         if not 20 <= self.aec_filter_ms <= 1000:

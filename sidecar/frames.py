@@ -173,11 +173,21 @@ class ListeningFrame(ControlFrame):
 
 
 @dataclass(kw_only=True)
+class AddressedFrame(ControlFrame):
+    """Upstream, from the turn taker to the wake gate: the name was heard in the words so far of
+    the speech that started at `start`, so its further interim utterances are worth transcribing."""
+
+    interruptible: ClassVar[bool] = False
+    start: float
+
+
+@dataclass(kw_only=True)
 class UtteranceFrame(DataFrame):
     """One VAD-gated (or push-to-talk) stretch of user speech, pre-roll included.
 
     `t` is when its end was decided. A non-`final` one is sent when a pause begins, so ASR
     can start while the hang-over runs; the final one follows (same `end` if the pause held).
+    An `interim` one (never final) holds the words so far while the user is still speaking.
     The wake gate sets `wake_inside` when an acoustic wake word was said within it (so its
     transcript starts with the wake word) and `verify_wake` when the custom-phrase engine
     must look for the name in its transcript; barge-in sets `barge_in` on the speech that
@@ -190,6 +200,7 @@ class UtteranceFrame(DataFrame):
     end: float
     push_to_talk: bool = False
     final: bool = True
+    interim: bool = False
     wake_inside: bool = False
     verify_wake: bool = False
     barge_in: bool = False  # said over Stella's voice and cut her off: addressed to her
@@ -212,7 +223,8 @@ class TranscriptFrame(DataFrame):
 
 @dataclass(kw_only=True)
 class EarlyTranscriptFrame(DataFrame):
-    """What whisper heard of an utterance up to a pause, before the pause is known to end the turn."""
+    """What whisper heard of an utterance up to a pause, before the pause is known to end the turn
+    (or, for an interim utterance, of the words so far)."""
 
     interruptible: ClassVar[bool] = False
     text: str
@@ -221,11 +233,13 @@ class EarlyTranscriptFrame(DataFrame):
 
 @dataclass(kw_only=True)
 class LikelyTurnFrame(DataFrame):
-    """The turn the words so far make if the pause ends it: the reply's prompt can be warmed
-    while the pause is confirmed (sidecar.reply)."""
+    """The turn the words so far make if the pause ends it: the reply can be asked for (or its
+    prompt warmed) while the pause is confirmed (sidecar.reply). Not `at_pause`: the user is
+    still speaking and `text` is only the turn's start, settled words only, to warm with."""
 
     interruptible: ClassVar[bool] = False
     text: str
+    at_pause: bool = True
 
 
 @dataclass(kw_only=True)

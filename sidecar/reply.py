@@ -9,8 +9,10 @@ After each recorded exchange, and when the pipeline starts, the next turn's pref
 history) is sent to the gateway to warm (`LinkClient.warm`), so llama-server has it cached on
 the session's slot before the user speaks again (remote_api.slots).
 
-When the user pauses, the turn their words so far would make (`LikelyTurnFrame`, from whisper's
-run at the pause) is asked for at once (`chat.speculate`): the reply is generated while the
+While the user speaks, the turn their words so far would start is warmed (whisper's interim
+runs), so at the pause only the last words are left to evaluate. When the user pauses, the turn
+their words so far would make (`LikelyTurnFrame`, from whisper's run at the pause) is asked for
+at once (`chat.speculate`): the reply is generated while the
 hang-over confirms the pause, and its tokens wait in the link's turn until the turn is taken.
 If the turn is those very words the reply is already under way; if the user goes on
 (`SpeechResumedFrame`) or the turn's words differ, the guess is cancelled and its end awaited,
@@ -102,7 +104,7 @@ class Reply(Processor):
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         if isinstance(frame, LikelyTurnFrame):
-            await self._likely(frame.text)
+            await self._likely(frame.text, frame.at_pause)
             return
         await self.push(frame, direction)
         if isinstance(frame, UserTurnFrame) and direction is Direction.DOWN:
@@ -118,14 +120,15 @@ class Reply(Processor):
                 self._streaming = None
                 await self.push(ReplyDoneFrame(turn=turn, reason="cancelled", text=strip_tags("".join(pieces))))
 
-    async def _likely(self, text: str) -> None:
+    async def _likely(self, text: str, at_pause: bool) -> None:
         """Ask for (or only warm) the reply to the turn the user's words so far would start, while
-        the pause is confirmed. Not while a reply is coming or unheard: the history it would be
-        appended to is not final."""
+        the pause is confirmed; while they are still speaking, warm the turn's start. Not while a
+        reply is coming or unheard: the history it would be appended to is not final."""
         if self._streaming is not None or self._unheard:
             return
-        if not self.chat.speculate:
-            self.link.warm(self.conversation.messages(text))
+        if not (at_pause and self.chat.speculate):
+            if self._guess is None:
+                self.link.warm(self.conversation.messages(text))
             return
         if self._guess is not None and self._guess.text == text:
             return

@@ -89,7 +89,7 @@ class Transcriber:
 
 @dataclass
 class _Early:
-    """A transcription started on a non-final utterance (a pause that may be the end)."""
+    """A transcription started on a non-final utterance: a pause that may be the end, or the words so far."""
 
     end: float
     abort: threading.Event
@@ -103,7 +103,9 @@ class ASR(Processor):
     (the user did not go on) its transcript is used, so most of whisper's time hides inside
     the hang-over. The early transcript goes on at once (`EarlyTranscriptFrame`: the reply's
     prompt is warmed with it). If the user went on, the early run is aborted and the final one
-    is transcribed. One whisper context, so runs never overlap.
+    is transcribed. An interim utterance (the user still speaking) is transcribed only when
+    whisper is idle, and gives way to the others: its transcript only warms. One whisper
+    context, so runs never overlap.
 
     `prompt` (the wake phrase, "Hey Stella.") biases the spelling of the name: without it,
     tiny.en hears espeak's "Stella" as "Statler", "Taylor" or "Tetler" most of the time.
@@ -114,6 +116,7 @@ class ASR(Processor):
         self.transcriber = transcriber
         self.prompt = prompt
         self._early: _Early | None = None
+        self._interim: _Early | None = None
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         if not isinstance(frame, UtteranceFrame):
@@ -121,6 +124,15 @@ class ASR(Processor):
                 self._early.abort.set()  # the user went on: stop now, not at the next pause
             await self.push(frame, direction)
             return
+        if frame.interim:
+            if self._early is None and (self._interim is None or self._interim.task.done()):
+                abort = threading.Event()
+                self._interim = _Early(frame.end, abort, asyncio.create_task(self._ahead(frame, abort)))
+            return
+        interim, self._interim = self._interim, None
+        if interim is not None:  # the pause's run goes first: stop the interim one, or wait for its end
+            interim.abort.set()
+            await interim.task
         early, self._early = self._early, None
         if early is not None and (not frame.final or early.end != frame.end):
             early.abort.set()  # the user went on: that guess is stale
@@ -128,7 +140,7 @@ class ASR(Processor):
             early = None
         if not frame.final:
             abort = threading.Event()
-            self._early = _Early(frame.end, abort, asyncio.create_task(self._at_pause(frame, abort)))
+            self._early = _Early(frame.end, abort, asyncio.create_task(self._ahead(frame, abort)))
             return
         text, took = await (early.task if early is not None else self._transcribe(frame.audio, None))
         log.info("heard %d chars in %.0f ms (%.1f s of audio%s)", len(text), took, len(frame.audio) / RATE,
@@ -142,8 +154,9 @@ class ASR(Processor):
         text = await asyncio.to_thread(self.transcriber, audio, abort, self.prompt)
         return text, (time.perf_counter() - began) * 1000
 
-    async def _at_pause(self, utterance: UtteranceFrame, abort: threading.Event) -> tuple[str, float]:
-        """The early run; its transcript goes on at once (`EarlyTranscriptFrame`) unless the user went on."""
+    async def _ahead(self, utterance: UtteranceFrame, abort: threading.Event) -> tuple[str, float]:
+        """An early (or interim) run; its transcript goes on at once (`EarlyTranscriptFrame`) unless
+        it was aborted (the user went on, or the pause came)."""
         text, took = await self._transcribe(utterance.audio, abort)
         if text and not abort.is_set():
             await self.push(EarlyTranscriptFrame(text=text, utterance=utterance))

@@ -33,6 +33,7 @@ from typing import Protocol
 import numpy as np
 
 from sidecar.frames import (
+    AddressedFrame,
     EarlyTranscriptFrame,
     Frame,
     InterruptionFrame,
@@ -66,6 +67,12 @@ class Hypotheses(Protocol):
 WAKE_SLACK_S = 0.5
 
 
+def settled(text: str) -> str:
+    """The words of a transcript of speech still going on that will stay: all but the last, which
+    may have been cut mid-word ("What is the tal" -> "What is the")."""
+    return text.rsplit(maxsplit=1)[0] if len(text.split()) > 1 else ""
+
+
 class WakeWindow:
     """After a wake word at `t`, speech that ends after it and starts within `window_s` of it
     is addressed — until a turn is taken (`spend`)."""
@@ -91,13 +98,22 @@ class WakeWindow:
 
 
 class WakeGate(Processor):
+    """Interim utterances (the user still speaking) pass when the speech is addressed already; of
+    speech that may hold the name, only the first passes, and the rest once the turn taker has
+    heard the name in its words so far (`AddressedFrame`): chatter costs one run, not one a second."""
+
     def __init__(self, engine: str, window_s: float, max_utterance_s: float = 20.0) -> None:
         super().__init__()
         self.engine = engine
         self.window = WakeWindow(window_s)
         self.candidates = WakeCandidates(max_utterance_s + 2.0)
+        self._interim_of: float | None = None  # the speech (its start) whose first interim passed
+        self._named: float | None = None  # the speech (its start) the name was heard in
 
     async def process(self, frame: Frame, direction: Direction) -> None:
+        if isinstance(frame, AddressedFrame):
+            self._named = frame.start
+            return
         if isinstance(frame, WakeFrame):
             self.window.wake(frame.t)
         elif isinstance(frame, WakeCandidateFrame):
@@ -108,11 +124,18 @@ class WakeGate(Processor):
             for dropped in self.candidates.expire(frame.t):
                 log.debug("wake candidate at %.2f s dropped: no speech around it", dropped.t)
             return
-        elif isinstance(frame, UtteranceFrame) and not self._admit(frame):
+        elif isinstance(frame, UtteranceFrame) and not (self._admit(frame) and self._worth_it(frame)):
             if frame.final:
                 log.info("not addressed: ignoring %.1f s of speech", frame.end - frame.start)
             return
         await self.push(frame, direction)
+
+    def _worth_it(self, utterance: UtteranceFrame) -> bool:
+        """An admitted interim utterance is worth transcribing (see the class)."""
+        if not utterance.interim or not utterance.verify_wake or self._named == utterance.start:
+            return True
+        first, self._interim_of = self._interim_of != utterance.start, utterance.start
+        return first
 
     def _admit(self, utterance: UtteranceFrame) -> bool:
         if utterance.push_to_talk or utterance.barge_in or self.engine == "off":
@@ -155,9 +178,7 @@ class TurnTaker(Processor):
             await self._transcript(frame.text, frame.utterance)
             return
         elif isinstance(frame, EarlyTranscriptFrame):
-            likely = self._likely_turn(frame.text, frame.utterance)
-            if likely is not None:
-                await self.push(LikelyTurnFrame(text=likely))
+            await self._early(frame.text, frame.utterance)
             return
         elif isinstance(frame, UserTextFrame):
             if frame.text.strip():
@@ -171,6 +192,17 @@ class TurnTaker(Processor):
 
     def _name_in(self, text: str, utterance: UtteranceFrame) -> NameMatch | None:
         return self.matcher.match(text) if utterance.wake_inside or utterance.verify_wake else None
+
+    async def _early(self, text: str, utterance: UtteranceFrame) -> None:
+        """Whisper's words so far (at a pause, or while the user speaks): the turn they would start
+        goes on to the reply; the name heard in them tells the gate to go on transcribing."""
+        if utterance.verify_wake and self.matcher.match(text) is not None:
+            await self.push(AddressedFrame(start=utterance.start), Direction.UP)
+        if utterance.interim:
+            text = settled(text)
+        likely = self._likely_turn(text, utterance)
+        if likely is not None:
+            await self.push(LikelyTurnFrame(text=likely, at_pause=not utterance.interim))
 
     def _likely_turn(self, text: str, utterance: UtteranceFrame) -> str | None:
         """The words of the turn `text` would start if it were final, changing nothing; None if it

@@ -107,6 +107,7 @@ class Utterance:
     endpoint: float  # when the end was decided (or, if not final, when this guess was made)
     push_to_talk: bool
     final: bool = True  # False: a pause has begun and this may be the whole utterance
+    interim: bool = False  # the words so far while the user is still speaking (never final)
 
 
 @dataclass
@@ -136,7 +137,9 @@ class Segmenter:
     A pause of `TAIL_S` yields a non-final utterance — the words so far, which whisper can
     start on while the hang-over runs; if the hang-over then passes in silence the final
     utterance has the same audio, so the early transcript is the answer. Voice after such a
-    guess says so at once (`Resumed`): what was started on the guess can stop.
+    guess says so at once (`Resumed`): what was started on the guess can stop. Every
+    `interim_s` of speech without such a pause yields an `interim` one (the words so far, from
+    the start), so the reply's prompt can be evaluated while the user is still speaking.
     """
 
     TAIL_S = 0.064  # trailing silence kept after the last voiced window (two windows)
@@ -148,6 +151,7 @@ class Segmenter:
         self.min_speech = config.min_speech_ms / 1000
         self.max_len = config.max_utterance_s
         self.tail = min(self.hangover, self.TAIL_S)
+        self.interim = config.interim_s
         self._preroll: collections.deque[np.ndarray] = collections.deque(
             maxlen=max(1, round(config.preroll_ms / 1000 / WINDOW_S)) if config.preroll_ms else 0)
         self._audio: list[np.ndarray] = []
@@ -155,6 +159,7 @@ class Segmenter:
         self._voiced = 0.0
         self._last_voice = 0.0
         self._guessed = False  # a non-final utterance was given for the current pause
+        self._interim_at = 0.0  # when the next interim utterance is due
         self._speaking = False
         self._ptt = False
 
@@ -190,6 +195,9 @@ class Segmenter:
         if not self._ptt and not self._guessed and silence >= self.tail and self._voiced >= self.min_speech:
             self._guessed = True
             out.append(self._utterance(end, final=False))
+        elif self.interim and silence == 0 and end >= self._interim_at and self._voiced >= self.min_speech:
+            self._interim_at = end + self.interim
+            out.append(self._utterance(end, final=False, interim=True))
         if isinstance(decision, Ask) and self._voiced >= self.min_speech:  # a click is not worth asking about
             out.append(AskTurn(np.concatenate(self._audio), decision.pause, decision.silence, end))
         return out
@@ -227,11 +235,12 @@ class Segmenter:
         self._preroll.clear()
         self._start = t - len(self._audio) * WINDOW_S
         self._voiced, self._last_voice = 0.0, t
+        self._interim_at = t + self.interim
 
-    def _utterance(self, endpoint: float, final: bool) -> Utterance:
+    def _utterance(self, endpoint: float, final: bool, interim: bool = False) -> Utterance:
         audio = np.concatenate(self._audio) if self._audio else np.zeros(0, np.float32)
         keep = int(round((self._last_voice + self.tail - self._start) * RATE))
-        return Utterance(audio[:keep], self._start, self._last_voice, endpoint, self._ptt, final)
+        return Utterance(audio[:keep], self._start, self._last_voice, endpoint, self._ptt, final, interim)
 
     def _finish(self, endpoint: float) -> Utterance | Discarded:
         result: Utterance | Discarded = self._utterance(endpoint, final=True)
@@ -316,7 +325,7 @@ class Endpointer(Processor):
                 await self.push(SpeechStoppedFrame(t=r.end, endpoint=r.endpoint))
             if isinstance(r, Utterance):
                 await self.push(UtteranceFrame(audio=r.audio, start=r.start, end=r.end, push_to_talk=r.push_to_talk,
-                                               final=r.final, t=r.endpoint))
+                                               final=r.final, interim=r.interim, t=r.endpoint))
 
     async def _ask(self, ask: AskTurn) -> list[Result]:
         """Runs the turn model in a thread; the windows that arrive meanwhile wait in the queue, so

@@ -96,3 +96,26 @@ def test_the_second_turn_after_a_warmed_reply_evaluates_only_the_new_words(llama
         reply = asyncio.run(scenario())
     assert isinstance(reply.end, Done), reply.end
     assert reply.end.timings["cache_n"] >= 80 and reply.end.timings["prompt_n"] <= 24, reply.end.timings
+
+
+def test_a_turn_whose_first_words_were_warmed_evaluates_only_its_last_words(llama_server):
+    """While the user speaks the app warms the turn with the words so far; at the pause the turn
+    shares the slot's cache up to them (llama-server's prefix match on a partial user message)."""
+    history = prefix("first words")
+    asked = {"role": "user", "content": "Why do comets have such long and bright tails when they fly near the Sun?"}
+    so_far = {"role": "user", "content": "Why do comets have such long and bright tails when they"}
+    with GatewayThread([llama_server.url], "completion", upstream_key=llama_server.api_key) as gw:
+        async def scenario():
+            async with LinkClient(gw.url, FAST, anonymous=True) as client:
+                await _warmed(client, llama_server, history)
+                whole = await collect(client.chat([*history, asked], max_tokens=4, temperature=0), timeout=120)
+                await _warmed(client, llama_server, history)  # back to the prefix alone
+                await _warmed(client, llama_server, [*history, so_far])
+                early = await collect(client.chat([*history, asked], max_tokens=4, temperature=0), timeout=120)
+                return whole.end, early.end
+
+        whole, early = asyncio.run(scenario())
+    assert isinstance(whole, Done) and isinstance(early, Done), (whole, early)
+    # the words so far are ~11 tokens: all of them come from the cache
+    assert early.timings["prompt_n"] <= whole.timings["prompt_n"] - 8, (whole.timings, early.timings)
+    assert early.timings["cache_n"] >= whole.timings["cache_n"] + 8, (whole.timings, early.timings)

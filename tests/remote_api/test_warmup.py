@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from remote_api.upstream_types import Finished
 from remote_api.warmup import SlotKeeper
 
@@ -74,6 +76,26 @@ def test_a_turn_waits_for_its_own_warm_up_of_its_prefix_then_uses_the_same_slot(
 
     waiting, slot, requests = asyncio.run(scenario())
     assert waiting and slot == 0 and requests == [["warm", 0, "done"], ["chat", 0, "done"]]
+
+
+@pytest.mark.parametrize("words, waits", [("Where do", True), ("Where did", False), ("", True)])
+def test_a_turn_waits_for_a_warm_up_of_its_user_s_first_words_but_not_of_other_words(words, waits):
+    """While the user speaks, the turn's start is warmed (sidecar.reply): the turn needs that work."""
+    async def scenario():
+        up = FakeUpstream()
+        keeper = SlotKeeper(FakePool(up, 2))
+        keeper.warm("a", [*PREFIX, {"role": "user", "content": words}])
+        await asyncio.sleep(0.01)
+        asked = [*PREFIX, {"role": "user", "content": "Where do penguins live?"}]
+        turn = asyncio.create_task(_turn(keeper, up, "a", asked))
+        await asyncio.sleep(0.05)
+        waiting = not turn.done()
+        up.release.set()
+        await asyncio.wait_for(turn, 5)
+        return waiting, up.requests[0][2]
+
+    waiting, warm_ended = asyncio.run(scenario())
+    assert (waiting, warm_ended) == ((True, "done") if waits else (False, "cancelled"))
 
 
 def test_a_warm_up_of_an_older_prefix_is_cancelled_by_the_turn():

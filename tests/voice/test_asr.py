@@ -84,3 +84,20 @@ def test_the_transcript_at_the_pause_goes_on_before_the_pause_is_known_to_end_th
     assert pause_ends_turn == [("EarlyTranscriptFrame", "16000 samples"), ("TranscriptFrame", "16000 samples")]
     user_went_on = transcripts([utt(16000, 1.0, final=False), utt(32000, 2.0, final=True)], 0.1)
     assert user_went_on == [("TranscriptFrame", "32000 samples")], "a run stopped half way is no guess"
+
+
+def interim(samples: int, end: float) -> UtteranceFrame:
+    return UtteranceFrame(audio=np.zeros(samples, np.float32), start=0.0, end=end, final=False, interim=True)
+
+
+def test_the_words_so_far_are_transcribed_when_whisper_is_idle_and_give_way_to_the_pause():
+    whisper = FakeWhisper()
+    script = [interim(12800, 0.8), 0.05, interim(14400, 0.9), 0.5,  # the second comes while the first runs
+              interim(25600, 1.6), 0.1, utt(30000, 1.9, final=False), 0.5, utt(30000, 1.9, final=True), 0.5,
+              EndFrame()]
+    out = [(type(f).__name__, f.text) for f in run(script, [ASR(whisper)], timeout=10)
+           if isinstance(f, TranscriptFrame | EarlyTranscriptFrame)]
+    assert whisper.calls == [12800, 25600, 30000], "one run at a time: the interim during a run is skipped"
+    assert not whisper.overlapped
+    assert out == [("EarlyTranscriptFrame", "12800 samples"), ("EarlyTranscriptFrame", "30000 samples"),
+                   ("TranscriptFrame", "30000 samples")], "the interim run cut short by the pause says nothing"

@@ -53,6 +53,21 @@ def test_without_speculation_the_likely_turn_is_warmed_with_its_words_and_is_the
     assert link.warmed[1][-1] == {"role": "user", "content": "Where do penguins live?"}
 
 
+def test_while_the_user_speaks_the_turn_s_start_is_warmed_and_at_the_pause_its_reply_is_asked_for():
+    link = ScriptedLink(["Penguins live in the south."])
+    convo = Conversation(PersonaConfig(), ChatConfig())
+    run([0.05, LikelyTurnFrame(text="Where do", at_pause=False), 0.05,
+         LikelyTurnFrame(text="Where do penguins live?"), 0.05,
+         LikelyTurnFrame(text="Where do penguins", at_pause=False), 0.05,  # a late interim run: the pause came
+         UserTurnFrame(turn=1, text="Where do penguins live?", source="voice"), 0.3, EndFrame()],
+        [Reply(link, convo, ChatConfig())])
+    assert link.warmed[1][-1] == {"role": "user", "content": "Where do"}, "the words so far, only warmed"
+    assert [w[-1]["content"] for w in link.warmed[2:]] == ["Penguins live in the south."], \
+        "nothing warmed over the reply asked for at the pause; then the next turn's prefix"
+    assert len(link.requests) == 1 and link.requests[0][:-1] == link.warmed[1][:-1]
+    assert link.requests[0][-1] == {"role": "user", "content": "Where do penguins live?"}
+
+
 def test_no_likely_turn_is_warmed_while_a_reply_has_not_been_heard():
     """Over her reply the history is not final yet: a warm-up then would evaluate the wrong prompt."""
     link = ScriptedLink(["One. Two. Three."])

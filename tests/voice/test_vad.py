@@ -71,7 +71,7 @@ def test_an_early_guess_comes_at_the_start_of_each_pause():
     seg = Segmenter(VoiceConfig(hangover_ms=400))
     results = feed(seg, windows(0.5, QUIET) + windows(1, VOICE) + windows(0.2, QUIET) + windows(0.5, VOICE)
                    + windows(1, QUIET))
-    guesses = [r for r in results if isinstance(r, Utterance) and not r.final]
+    guesses = [r for r in results if isinstance(r, Utterance) and not r.final and not r.interim]
     (final,) = finals(results)
     assert len(guesses) == 2, "one per pause"
     assert guesses[0].end < final.end, "the first pause was not the end"
@@ -84,7 +84,8 @@ def test_voice_after_a_guessed_pause_says_at_once_that_the_guess_is_stale():
     seg = Segmenter(VoiceConfig(hangover_ms=400))
     results = feed(seg, windows(0.5, QUIET) + windows(1, VOICE) + windows(0.2, QUIET) + windows(0.5, VOICE)
                    + windows(1, QUIET))
-    kinds = [type(r).__name__ if not isinstance(r, Utterance) else ("final" if r.final else "guess") for r in results]
+    kinds = [type(r).__name__ if not isinstance(r, Utterance) else ("final" if r.final else "guess")
+             for r in results if not (isinstance(r, Utterance) and r.interim)]
     assert kinds == ["SpeechStart", "guess", "Resumed", "guess", "final"]
     (resumed,) = [r for r in results if isinstance(r, Resumed)]
     assert resumed.t == pytest.approx(0.5 + 1 + 0.2, abs=2 * WINDOW_S), "the first window of the new words"
@@ -92,6 +93,30 @@ def test_voice_after_a_guessed_pause_says_at_once_that_the_guess_is_stale():
     results = feed(Segmenter(VoiceConfig(hangover_ms=400)), windows(0.5, QUIET) + windows(1, VOICE)
                    + [QUIET] + windows(0.5, VOICE) + windows(1, QUIET))
     assert not any(isinstance(r, Resumed) for r in results)
+
+
+def interims(results: list) -> list[Utterance]:
+    return [r for r in results if isinstance(r, Utterance) and r.interim]
+
+
+def test_while_the_user_speaks_the_words_so_far_come_every_interim_s_of_speech():
+    seg = Segmenter(VoiceConfig(hangover_ms=400, preroll_ms=0, interim_s=0.8))
+    results = feed(seg, windows(0.5, QUIET) + windows(2.0, VOICE) + windows(1, QUIET))
+    got = interims(results)
+    (final,) = finals(results)
+    assert [round(u.end - 0.5, 1) for u in got] == [0.8, 1.6], "every 0.8 s of speech, none in the pause"
+    assert all(not u.final for u in got)
+    for u in got:
+        assert np.array_equal(u.audio, final.audio[:len(u.audio)]), "the words so far, from the start"
+    guesses = [r for r in results if isinstance(r, Utterance) and not r.final and not r.interim]
+    assert len(guesses) == 1, "the pause still gets its own guess"
+
+
+def test_no_interim_utterances_when_switched_off_or_for_short_speech():
+    off = feed(Segmenter(VoiceConfig(interim_s=0)), windows(0.5, QUIET) + windows(3, VOICE) + windows(1, QUIET))
+    assert not interims(off) and len(finals(off)) == 1
+    short = feed(Segmenter(VoiceConfig(interim_s=0.8)), windows(0.5, QUIET) + windows(0.6, VOICE) + windows(1, QUIET))
+    assert not interims(short)
 
 
 def test_push_to_talk_ignores_pauses_until_release():

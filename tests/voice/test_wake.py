@@ -163,3 +163,39 @@ def test_no_likely_turn_for_what_is_handled_locally_or_not_addressed():
                early(utterance(2, 3, final=False), "Where do penguins live?"),
                early(utterance(4, 5, push_to_talk=True, final=False), "Where do penguins live?")])
     assert likely(out) == ["Where do penguins live?"], "only the push-to-talk question"
+
+
+class Says:
+    """A whisper that says the text scripted for each audio length, and counts its runs."""
+
+    def __init__(self, texts: dict[int, str]) -> None:
+        self.texts = texts
+        self.calls: list[int] = []
+
+    def __call__(self, audio: np.ndarray, abort=None, prompt: str = "") -> str:
+        self.calls.append(len(audio))
+        return self.texts[len(audio)]
+
+
+def speech(start: float, samples: int, *, interim: bool = False, final: bool = True) -> UtteranceFrame:
+    return UtteranceFrame(audio=np.zeros(samples, np.float32), start=start, end=start + samples / RATE,
+                          t=start + samples / RATE, interim=interim, final=final and not interim)
+
+
+def test_while_the_user_speaks_only_speech_that_names_her_is_transcribed_and_its_start_warmed():
+    from sidecar.voice.asr import ASR
+
+    whisper = Says({12800: "I was telling him", 25600: "I was telling him about it", 30000: "I was telling him.",
+                    12816: "Hey Stella, what is", 25616: "Hey Stella, what is the tallest",
+                    30016: "Hey Stella, what is the tallest mountain?"})
+    script: list = []
+    for start, extra in ((0.0, 0), (5.0, 16)):  # chatter, then a question with her name
+        script += [speech(start, 12800 + extra, interim=True), 0.2, speech(start, 25600 + extra, interim=True), 0.2,
+                   speech(start, 30000 + extra, final=False), 0.2, speech(start, 30000 + extra), 0.2]
+    out = harness.run([*script, EndFrame()], [WakeGate("phrase", 8), ASR(whisper), TurnTaker("hey stella", 8)])
+    assert whisper.calls == [12800, 30000, 12816, 25616, 30016], \
+        "chatter: one interim run, not one a second; her name heard: every interim run"
+    assert [(f.text, f.at_pause) for f in out if isinstance(f, LikelyTurnFrame)] == [
+        ("what", False), ("what is the", False), ("what is the tallest mountain?", True)], \
+        "while speaking, the settled words after the name (the last word may be cut); at the pause, all"
+    assert turns(out) == ["what is the tallest mountain?"]
