@@ -112,12 +112,14 @@ class CT2Transcriber:
         self._time0 = self._no_timestamps + 1  # <|0.00|>; each next id is 20 ms later
 
     def __call__(self, audio: np.ndarray, abort: threading.Event | None = None, prompt: str = "") -> str:
-        """Text of a float32 16 kHz utterance. `abort` is checked before decoding (a CTranslate2 run
-        cannot be stopped halfway; it is short)."""
+        """Text of a float32 16 kHz utterance. `abort` is checked before encoding and before decoding
+        (a CTranslate2 call cannot be stopped halfway, so the two halves are separate calls)."""
         if len(audio) < RATE // 10 or (abort is not None and abort.is_set()):
             return ""
         seconds = (LEAD_IN + len(audio)) / RATE
-        features = self._features(audio, self.min_frames)
+        features = self._model.encode(self._features(audio, self.min_frames))
+        if abort is not None and abort.is_set():
+            return ""
         (result,) = self._model.generate(features, [self._prompt(prompt) + self._start], beam_size=1,
                                          max_length=int(8 * seconds) + 16, no_repeat_ngram_size=0,
                                          suppress_blank=True)
