@@ -244,17 +244,26 @@ class TurnTaker(Processor):
 
     async def _second_guess(self, text: str, utterance: UtteranceFrame) -> NameMatch | None:
         """The name in one of whisper's n-best readings of the utterance's start; the rest is
-        that reading's if it covers the utterance, else the transcript after as many words."""
+        that reading's if it covers the utterance, else the transcript after as many words.
+
+        Those readings are prompted with the phrase, which makes whisper write the name for a
+        look-alike too ("Hey Bella" -> "Hey Stella."). So the name must also *sound* there without
+        the prompt: its first and last consonants at the start of one of the unprompted readings
+        (`NameMatcher.sounds_in`)."""
         assert self.hypotheses is not None
         readings = await asyncio.to_thread(self.hypotheses, utterance.audio, self.prompt)
-        for reading in readings:
-            found = self.matcher.match(reading)
-            if found is not None:
-                log.debug("wake word in whisper's n-best: %r for %r", reading, text)
-                if len(utterance.audio) / RATE <= self.hypotheses.head_s:
-                    return found
-                return NameMatch(" ".join(text.split()[found.upto:]), found.upto)
-        return None
+        found = next((m for m in map(self.matcher.match, readings) if m is not None), None)
+        if found is None:
+            return None
+        plain = await asyncio.to_thread(self.hypotheses, utterance.audio, "")
+        if not any(map(self.matcher.sounds_in, plain)):
+            log.info("a wake word only whisper's prompted readings had: not taken")
+            log.debug("the name only in prompted readings %r; without the prompt %r", readings, plain)
+            return None
+        log.debug("wake word in whisper's n-best: %r for %r (without the prompt: %r)", readings, text, plain)
+        if len(utterance.audio) / RATE <= self.hypotheses.head_s:
+            return found
+        return NameMatch(" ".join(text.split()[found.upto:]), found.upto)
 
     async def _take(self, text: str, utterance: UtteranceFrame) -> None:
         self.window.spend()

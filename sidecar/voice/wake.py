@@ -22,7 +22,7 @@ import numpy as np
 from sidecar.frames import AudioFrame, Frame, WakeFrame
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.wake_confirm import WakeCandidateFrame
-from sidecar.voice.wake_phonetic import sounds_like
+from sidecar.voice.wake_phonetic import phonetic_key, sounds_like
 
 CHUNK = 1280  # openWakeWord's hop: 80 ms at 16 kHz
 MICRO_STEP = 160  # microWakeWord's feature step: 10 ms
@@ -194,6 +194,15 @@ class NameMatcher:
         return (edit_distance(word, self.name) <= self.max_distance or sounds_like(word, self.name)
                 or (before in FUSED_LEAD_INS and sounds_like("s" + word, self.name))
                 or (not before and len(word) > len(self.name) and sounds_like(word[2:], self.name)))
+
+    def sounds_in(self, reading: str) -> bool:
+        """The name's first and last consonant sounds, in that order, in the reading's first words
+        (whisper's reading without the phrase as a prompt: "He's still at", "Here's the alarm" for
+        a Scottish "Hey Stella"; "Here may I", "Here they are" for "Hey Bella", "Hey Della")."""
+        key = phonetic_key(self.name)
+        sounds = "".join(phonetic_key(w.replace("'", "")) for w in words(reading)[:self.reach + 1])
+        first = sounds.find(key[:1])
+        return bool(key) and first >= 0 and key[-1] in sounds[first + 1:]
 
     def match(self, transcript: str) -> NameMatch | None:
         spans = list(re.finditer(r"[A-Za-z0-9']+", transcript))

@@ -199,3 +199,12 @@ def test_while_the_user_speaks_only_speech_that_names_her_is_transcribed_and_its
         ("what", False), ("what is the", False), ("what is the tallest mountain?", True)], \
         "while speaking, the settled words after the name (the last word may be cut); at the pause, all"
     assert turns(out) == ["what is the tallest mountain?"]
+
+
+@pytest.mark.parametrize("reading, heard", [
+    ("He's still at, what time is it?", True), ("Here's the alarm, what time in it?", True),
+    ("Case settler, what time is it?", True), ("Hey, Stella, what time is it?", True),
+    ("Here may I what time in it?", False), ("Here they are, what time in it?", False),
+    ("Hey Metler, what time is it?", False), ("What time is it? Hey Stella.", False)])
+def test_the_name_sounds_at_the_start_of_a_reading_without_the_prompt(reading, heard):
+    assert NameMatcher("hey stella").sounds_in(reading) is heard

@@ -49,16 +49,18 @@ def test_look_alikes_from_other_voices_stay_out_of_the_best_readings(hypotheses,
 
 
 class Readings:
-    """Scripted n-best readings for the turn taker's logic (the model is tested above)."""
+    """Scripted n-best readings for the turn taker's logic (the model is tested above): prompted
+    with the phrase, and without a prompt."""
 
     head_s = 3.0
 
-    def __init__(self, readings: list[str]) -> None:
+    def __init__(self, readings: list[str], plain: tuple[str, ...] = ("He's still at, what time is it?",)) -> None:
         self.readings = readings
+        self.plain = list(plain)
 
     def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]:
-        assert prompt == "Hey Stella."
-        return self.readings
+        assert prompt in ("Hey Stella.", "")
+        return self.readings if prompt else self.plain
 
 
 def utterance(seconds: float) -> UtteranceFrame:
@@ -66,9 +68,9 @@ def utterance(seconds: float) -> UtteranceFrame:
                           t=1.3 + seconds, verify_wake=True)
 
 
-def take(text: str, u: UtteranceFrame, readings: list[str]) -> list[Frame]:
+def take(text: str, u: UtteranceFrame, readings: list[str], **plain) -> list[Frame]:
     return harness.run([TranscriptFrame(text=text, asr_ms=1.0, utterance=u, t=u.t), EndFrame()],
-                       [TurnTaker("hey stella", 8, hypotheses=Readings(readings))])
+                       [TurnTaker("hey stella", 8, hypotheses=Readings(readings, **plain))])
 
 
 def test_a_reading_with_the_name_wakes_and_its_rest_is_the_question():
@@ -82,6 +84,17 @@ def test_a_long_utterance_keeps_the_transcript_after_the_name():
     out = take("Case network, tell me about the history of Rome and Greece.", utterance(5.0),
                ["Hey Stella, tell me about the", "Case network, tell me about the"])
     assert [f.text for f in out if isinstance(f, UserTurnFrame)] == ["tell me about the history of Rome and Greece."]
+
+
+def test_a_name_only_the_prompted_readings_have_does_not_wake():
+    """Prompted with "Hey Stella." whisper writes the name for a Scottish "Hey Bella"; unprompted it
+    hears "Here may I": no "s" and "l" where the name would be."""
+    out = take("Hey me, what time in it?", utterance(2.0), ["Hey Stella. What time in it?", "What time in it?"],
+               plain=("Here may I what time in it?", "hear me a lot, what time in it?"))
+    assert not [f for f in out if isinstance(f, (WakeFrame, UserTurnFrame))]
+    out = take("Hey me, what time in it?", utterance(2.0), ["Hey Stella. What time in it?", "What time in it?"],
+               plain=("Here's the alarm, what time in it?",))
+    assert [f.text for f in out if isinstance(f, UserTurnFrame)] == ["What time in it?"]
 
 
 def test_no_reading_with_the_name_is_not_addressed():
