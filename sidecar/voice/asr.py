@@ -125,7 +125,7 @@ class ASR(Processor):
             await self.push(frame, direction)
             return
         if frame.interim:
-            if self._early is None and (self._interim is None or self._interim.task.done()):
+            if all(run is None or run.task.done() for run in (self._early, self._interim)):
                 abort = threading.Event()
                 self._interim = _Early(frame.end, abort, asyncio.create_task(self._ahead(frame, abort)))
             return

@@ -7,7 +7,7 @@ import time
 import numpy as np
 import pytest
 
-from sidecar.frames import EarlyTranscriptFrame, EndFrame, TranscriptFrame, UtteranceFrame
+from sidecar.frames import EarlyTranscriptFrame, EndFrame, SpeechResumedFrame, TranscriptFrame, UtteranceFrame
 from sidecar.voice.asr import ASR, FULL_CTX, MIN_CTX, audio_ctx, clean
 
 from .harness import run
@@ -101,3 +101,13 @@ def test_the_words_so_far_are_transcribed_when_whisper_is_idle_and_give_way_to_t
     assert not whisper.overlapped
     assert out == [("EarlyTranscriptFrame", "12800 samples"), ("EarlyTranscriptFrame", "30000 samples"),
                    ("TranscriptFrame", "30000 samples")], "the interim run cut short by the pause says nothing"
+
+
+def test_after_a_pause_the_user_went_on_from_the_words_so_far_are_transcribed_again():
+    whisper = FakeWhisper()
+    script = [utt(9600, 0.6, final=False), 0.05, SpeechResumedFrame(t=0.7), 0.1, interim(12800, 0.8), 0.5,
+              utt(30000, 1.9, final=False), 0.5, utt(30000, 1.9, final=True), 0.5, EndFrame()]
+    out = [(type(f).__name__, f.text) for f in run(script, [ASR(whisper)], timeout=10)
+           if isinstance(f, TranscriptFrame | EarlyTranscriptFrame)]
+    assert whisper.calls == [9600, 12800, 30000] and not whisper.overlapped
+    assert out[0] == ("EarlyTranscriptFrame", "12800 samples"), "the stale pause's run said nothing; the interim did"
