@@ -4,7 +4,8 @@ Run: ``.venv/bin/python tests/bench/voice_latency.py [--turns 12] [--server URL]
 --server it starts the bundled llama-server (gemma3 270M) and a gateway. It prints the
 figures and writes them to ``tests/bench/results/voice.md``; ``--endpoint smart_turn`` ends
 turns with the turn model, ``--asr-engine whisper.cpp`` transcribes as before CTranslate2,
-``--no-speculate`` only warms the likely turn at a pause instead of asking for its reply.
+``--no-speculate`` only warms the likely turn at a pause instead of asking for its reply,
+``--interim-s 0`` transcribes nothing while the user is still speaking.
 
 A scripted microphone says "Hey Stella, <question>" (the app's default phrase wake word; or
 "Hey Jarvis, …" with ``--wake openwakeword``) in voices that take turns (piper joe at two
@@ -197,7 +198,8 @@ def report(config: AppConfig, turns: list[dict], asr_ms: list[float], tts_ms: li
         f"gemma3 270M Q4_K_M on llama-server (2 threads, 2 slots) behind the gateway, WebSocket link on loopback. "
         f"Settings: endpoint {endpointing(config.voice)}, pre-roll {config.voice.preroll_ms} ms, max "
         f"{config.chat.max_tokens} tokens, first clause cut after {config.voice.first_clause_words} words, "
-        f"reply asked for at the pause: {'yes' if config.chat.speculate else 'no (only its prompt warmed)'}.",
+        f"reply asked for at the pause: {'yes' if config.chat.speculate else 'no (only its prompt warmed)'}, "
+        f"words so far warmed every {config.voice.interim_s:g} s of speech (0: never).",
         "",
         f"{len(turns)} turns of \"{wake_words}, <question>\" in one conversation ({config.voice.wake_engine} wake "
         f"word), voices in turn: {', '.join(voice_names)}; the questions taken (wake word stripped) had "
@@ -238,6 +240,8 @@ def main() -> None:
     parser.add_argument("--wake", choices=["phrase", "openwakeword"], default="phrase")
     parser.add_argument("--no-speculate", dest="speculate", action="store_false",
                         help="chat.speculate off: at a pause only warm the likely turn, ask at the turn's end")
+    parser.add_argument("--interim-s", type=float, default=VoiceConfig.interim_s,
+                        help="voice.interim_s: words so far transcribed (and warmed) every this many seconds of speech")
     args = parser.parse_args()
     if args.turns > len(QUESTIONS):
         parser.error(f"at most {len(QUESTIONS)} turns")
@@ -252,7 +256,7 @@ def main() -> None:
         url, gateway = start_gateway(llama.url, llama.env)
     try:
         voice = VoiceConfig(wake_engine=args.wake, wake_model="hey_jarvis", asr_threads=args.asr_threads,
-                            asr_engine=args.asr_engine, endpoint=args.endpoint)
+                            asr_engine=args.asr_engine, endpoint=args.endpoint, interim_s=args.interim_s)
         base = AppConfig(server_url=url)
         config = replace(base, voice=voice, chat=replace(base.chat, speculate=args.speculate))
         engines = LoadedModels.load(voice)
@@ -292,7 +296,7 @@ def main() -> None:
     bare_wake = [t for t in transcripts if (found := wake.match(t.text)) is not None and not found.rest]
     cut = sum(1 for t in transcripts if t.text and t.utterance.end not in taken and t not in bare_wake)
     command = "".join(f" --{k.replace('_', '-')} {v}" for k, v in (("endpoint", args.endpoint),
-                      ("asr_engine", args.asr_engine), ("wake", args.wake))
+                      ("asr_engine", args.asr_engine), ("wake", args.wake), ("interim_s", args.interim_s))
                       if v != parser.get_default(k)) + ("" if args.speculate else " --no-speculate")
     text = report(config, turns, [t.asr_ms for t in transcripts], tts, accuracy, (load_before, load_after), wall,
                   threads, wake_words=wake_words, voice_names=names, cut=cut, missed=len(questions) - len(turns),
