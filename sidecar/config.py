@@ -48,8 +48,9 @@ class VoiceConfig:
     max_utterance_s: float = 20.0
     # While the user speaks, whisper transcribes the words so far every `interim_s` of speech
     # (0 = never) and the reply's prompt is evaluated with them, so at the pause only the last
-    # words are left to evaluate. Only speech already addressed to Stella (and the start of speech
-    # that may hold her name) is transcribed so: the room's chatter costs nothing more.
+    # words are left to evaluate. Only speech already addressed to Stella is transcribed so; of speech
+    # that may hold her name only the first `interim_s`, the rest once the name is heard in it: the
+    # room's chatter costs one whisper run more per utterance, not one every `interim_s`.
     interim_s: float = 0.8
     # End of a turn: "smart_turn" asks the turn model (Smart Turn v3.2) after `turn_ask_ms` of
     # silence whether the words so far are a complete turn — yes: the turn ends; no: it asks

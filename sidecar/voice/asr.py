@@ -88,7 +88,7 @@ class Transcriber:
 
 
 @dataclass
-class _Early:
+class _Run:
     """A transcription started on a non-final utterance: a pause that may be the end, or the words so far."""
 
     end: float
@@ -115,8 +115,8 @@ class ASR(Processor):
         super().__init__()
         self.transcriber = transcriber
         self.prompt = prompt
-        self._early: _Early | None = None
-        self._interim: _Early | None = None
+        self._early: _Run | None = None
+        self._interim: _Run | None = None
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         if not isinstance(frame, UtteranceFrame):
@@ -127,7 +127,7 @@ class ASR(Processor):
         if frame.interim:
             if all(run is None or run.task.done() for run in (self._early, self._interim)):
                 abort = threading.Event()
-                self._interim = _Early(frame.end, abort, asyncio.create_task(self._ahead(frame, abort)))
+                self._interim = _Run(frame.end, abort, asyncio.create_task(self._ahead(frame, abort)))
             return
         interim, self._interim = self._interim, None
         if interim is not None:  # the pause's run goes first: stop the interim one, or wait for its end
@@ -140,7 +140,7 @@ class ASR(Processor):
             early = None
         if not frame.final:
             abort = threading.Event()
-            self._early = _Early(frame.end, abort, asyncio.create_task(self._ahead(frame, abort)))
+            self._early = _Run(frame.end, abort, asyncio.create_task(self._ahead(frame, abort)))
             return
         text, took = await (early.task if early is not None else self._transcribe(frame.audio, None))
         log.info("heard %d chars in %.0f ms (%.1f s of audio%s)", len(text), took, len(frame.audio) / RATE,
