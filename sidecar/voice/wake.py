@@ -196,13 +196,14 @@ class NameMatcher:
                 or (not before and len(word) > len(self.name) and sounds_like(word[2:], self.name)))
 
     def sounds_in(self, reading: str) -> bool:
-        """The name's first and last consonant sounds, in that order, in the reading's first words
-        (whisper's reading without the phrase as a prompt: "He's still at", "Here's the alarm" for
-        a Scottish "Hey Stella"; "Here may I", "Here they are" for "Hey Bella", "Hey Della")."""
+        """The name's first consonant sound, then another of its consonants, in the reading's first
+        words (whisper's reading without the phrase as a prompt: "He's still at", "Here's to it",
+        "Here's the alarm" for a Scottish "Hey Stella"; "Here may I", "Here they are" for "Hey
+        Bella", "Hey Della")."""
         key = phonetic_key(self.name)
         sounds = "".join(phonetic_key(w.replace("'", "")) for w in words(reading)[:self.reach + 1])
         first = sounds.find(key[:1])
-        return bool(key) and first >= 0 and key[-1] in sounds[first + 1:]
+        return bool(key) and first >= 0 and any(c in sounds[first + 1:] for c in key[1:])
 
     def match(self, transcript: str) -> NameMatch | None:
         spans = list(re.finditer(r"[A-Za-z0-9']+", transcript))
