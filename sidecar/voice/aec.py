@@ -272,10 +272,12 @@ class EchoCanceller:
             ref = self.reference.read(self._start, self.frame)
             delay = self.tracker.feed(to_float(mic), ref)
             if delay is not None and not self.lead // 4 <= round(delay * RATE) - self.shift <= 2 * self.lead:
+                # A new path: the old filter models the wrong one. A path shorter than a quarter of the
+                # lead leaves the reference at 0: nothing moved, and a reset every block would cancel nothing.
                 shift = max(0, round(delay * RATE) - self.lead)
-                if shift != self.shift:  # a new path: the old filter models the wrong one. (A path
-                    self.shift = shift  # shorter than a quarter of the lead leaves the reference at 0:
-                    self.filter.reset()  # nothing moved, and a reset every block would cancel nothing.)
+                if shift != self.shift:
+                    self.shift = shift
+                    self.filter.reset()
             aligned = to_int16(self.reference.read(self._start - self.shift, self.frame))
             self._out.append(self.filter.process(mic, aligned))
             self._mic, self._start = self._mic[self.frame:], self._start + self.frame

@@ -248,8 +248,8 @@ class TurnTaker(Processor):
 
         Those readings are prompted with the phrase, which makes whisper write the name for a
         look-alike too ("Hey Bella" -> "Hey Stella."). So the name must also *sound* there without
-        the prompt: its first and last consonants at the start of one of the unprompted readings
-        (`NameMatcher.sounds_in`)."""
+        the prompt: its first consonant, then another of its consonants, at the start of one of
+        the unprompted readings (`NameMatcher.sounds_in`)."""
         assert self.hypotheses is not None
         readings = await asyncio.to_thread(self.hypotheses, utterance.audio, self.prompt)
         found = next((m for m in map(self.matcher.match, readings) if m is not None), None)
