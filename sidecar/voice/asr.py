@@ -56,6 +56,9 @@ class Transcribes(Protocol):
 
     def __call__(self, audio: np.ndarray, abort: threading.Event | None = None, prompt: str = "") -> str: ...
 
+    def prepare(self, prompt: str) -> None:
+        """Get ready to run with `prompt` (called once in a worker thread as the ASR starts)."""
+
 
 class Transcriber:
     def __init__(self, model_path: Path, threads: int) -> None:
@@ -64,6 +67,9 @@ class Transcriber:
         logging.getLogger("pywhispercpp").setLevel(logging.WARNING)  # it logs every call at INFO
         self._model = Model(str(model_path), n_threads=threads, print_progress=False, print_realtime=False,
                             print_timestamps=False, redirect_whispercpp_logs_to=None)
+
+    def prepare(self, prompt: str) -> None:
+        """Nothing to do: whisper.cpp tokenizes the prompt at each run."""
 
     def __call__(self, audio: np.ndarray, abort: threading.Event | None = None, prompt: str = "") -> str:
         """Text of a float32 16 kHz utterance; setting `abort` stops it early (result: "").
@@ -117,6 +123,16 @@ class ASR(Processor):
         self.prompt = prompt
         self._early: _Run | None = None
         self._interim: _Run | None = None
+        self._preparing: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        """Ready the prompt in the background: listening need not wait for it (a run that comes first does)."""
+        self._preparing = asyncio.create_task(asyncio.to_thread(self.transcriber.prepare, self.prompt),
+                                              name="asr-prepare")
+
+    async def stop(self) -> None:
+        if self._preparing is not None:
+            await asyncio.gather(self._preparing, return_exceptions=True)  # a worker thread cannot be cancelled
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         if not isinstance(frame, UtteranceFrame):

@@ -12,7 +12,10 @@ phrase that starts over right after itself is cut there (`unrepeat`). With both,
 gave the words of the 30 s window.
 
 The tokenizer is the weights' own byte-level BPE (tokenizer.json), used for the prompt only
-("Hey Stella." biases the spelling of the name); decoding reads vocabulary.txt.
+("Hey Stella." biases the spelling of the name); decoding reads vocabulary.txt. Its tables weigh
+27 MiB and take 0.1-0.3 s to read, for a prompt that never changes: they are read when a new
+prompt comes (`prepare`, which the ASR processor runs in the background as it starts) and
+dropped once it is encoded.
 """
 
 from __future__ import annotations
@@ -101,9 +104,11 @@ class CT2Transcriber:
         self._ct2 = ctranslate2
         self._model = ctranslate2.models.Whisper(str(folder), device="cpu", compute_type=compute_type,
                                                  intra_threads=threads, inter_threads=1)
+        self._folder = folder
         self._vocab = read_vocabulary(folder)
         self._bytes = byte_decoder()
-        self._bpe = BPE(folder)
+        self._prompts: dict[str, list[int]] = {"": []}
+        self._prompts_lock = threading.Lock()
         special = {t: i for i, t in enumerate(self._vocab) if t.startswith("<|")}
         self._start = [special["<|startoftranscript|>"]]  # with timestamps: the repetition guard reads them
         self._no_timestamps = special["<|notimestamps|>"]
@@ -146,9 +151,17 @@ class CT2Transcriber:
         padded[LEAD_IN:LEAD_IN + usable] = audio[:usable]
         return self._ct2.StorageView.from_array(np.ascontiguousarray(log_mel(padded)[None, :, :frames]))
 
+    def prepare(self, prompt: str) -> None:
+        """Encode `prompt` for the runs to come (the tokenizer is read for it, then dropped)."""
+        self._prompt(prompt)
+
     def _prompt(self, prompt: str) -> list[int]:
         """What came before, as whisper's previous-text tokens ("Hey Stella." spells the name)."""
-        return [self._prev, *self._bpe.encode(" " + prompt.strip())] if prompt.strip() else []
+        prompt = prompt.strip()
+        with self._prompts_lock:  # a run that comes while `prepare` reads the tokenizer waits for it
+            if prompt not in self._prompts:
+                self._prompts[prompt] = [self._prev, *BPE(self._folder).encode(" " + prompt)]
+            return self._prompts[prompt]
 
     def _text(self, ids: list[int], seconds: float) -> str:
         """The words of the segments that start before the audio's end."""

@@ -103,6 +103,9 @@ class MemoTranscriber:
         self.inner, self.folder, self.tag = inner, folder, tag
         self.calls = self.hits = 0
 
+    def prepare(self, prompt: str) -> None:
+        self.inner.prepare(prompt)
+
     def __call__(self, audio: np.ndarray, abort: threading.Event | None = None, prompt: str = "") -> str:
         path = memo_path(self.folder, self.tag, prompt, audio)
         self.calls += 1

@@ -36,6 +36,10 @@ class FakeWhisper:
         self.calls: list[int] = []
         self.running = 0
         self.overlapped = False
+        self.prepared: list[str] = []
+
+    def prepare(self, prompt: str) -> None:
+        self.prepared.append(prompt)
 
     def __call__(self, audio: np.ndarray, abort=None, prompt: str = "") -> str:
         self.running += 1
@@ -64,6 +68,12 @@ def test_whisper_starts_at_the_pause_and_its_result_is_used_when_the_pause_was_t
     whisper, heard = transcribe([utt(16000, 1.0, final=False), utt(16000, 1.0, final=True)])
     assert whisper.calls == [16000], "one run, started at the pause"
     assert [t.text for t in heard] == ["16000 samples"]
+
+
+def test_the_prompt_is_readied_as_the_asr_starts_not_at_the_first_words():
+    whisper = FakeWhisper()
+    run([0.05, EndFrame()], [ASR(whisper, "Hey Stella.")], timeout=10)
+    assert whisper.prepared == ["Hey Stella."] and whisper.calls == []
 
 
 def test_when_the_user_goes_on_the_early_run_is_dropped():

@@ -44,6 +44,14 @@ def test_the_prompt_is_encoded_with_the_models_own_tokens(ct2):
         assert ct2._text(list(bpe.encode(text)), 10.0) == text, "encode then decode gives the text back"
 
 
+def test_a_prompt_readied_in_advance_gives_the_same_tokens_and_the_tokenizer_is_not_kept(ct2):
+    """The tokenizer's 27 MiB of tables are read for a new prompt, then let go."""
+    expected = [ct2._prev, *BPE(Models().path("whisper-tiny.en-ct2")).encode(" Hey Stella.")]
+    ct2.prepare("Hey Stella.")
+    assert ct2._prompt(" Hey Stella. ") == expected and ct2._prompt("") == []
+    assert not any(isinstance(v, BPE) for v in vars(ct2).values())
+
+
 QUESTIONS = ["What is the capital of France?", "Can you tell me a joke?", "Tell me about the moon.",
              "Why is the sky blue?", "Do you like music?"]
 

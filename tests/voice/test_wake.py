@@ -172,6 +172,9 @@ class Says:
         self.texts = texts
         self.calls: list[int] = []
 
+    def prepare(self, prompt: str) -> None:
+        pass
+
     def __call__(self, audio: np.ndarray, abort=None, prompt: str = "") -> str:
         self.calls.append(len(audio))
         return self.texts[len(audio)]
