@@ -215,7 +215,8 @@ class SpeexCanceller:
         self._lib, self._ptr = lib, ptr
         self.frame = frame
         # a whole number of frames: measured, a filter of 12.5 frames settles 20 dB lower than one of 12
-        self._state = lib.speex_echo_state_init(frame, frame * max(1, round(RATE * filter_ms / 1000 / frame)))
+        self.frames = max(1, round(RATE * filter_ms / 1000 / frame))
+        self._state = lib.speex_echo_state_init(frame, frame * self.frames)
         rate = ctypes.c_int(RATE)
         lib.speex_echo_ctl(self._state, 24, ctypes.byref(rate))  # SPEEX_ECHO_SET_SAMPLING_RATE
         self._out = np.empty(frame, np.int16)
@@ -244,6 +245,10 @@ class EchoCanceller:
     measured 31-60 ms through PulseAudio's loopback); the adaptive filter follows such small
     moves itself, and a reset would throw away what it has learnt. Pure apart from the
     filter's C state, so tests can drive it with synthetic signals.
+
+    While nothing has played for the filter's whole length there is no echo to take out, and the
+    microphone passes through as it came: the filter (a third of the engine's idle listening)
+    rests, keeping what it learnt for her next words.
     """
 
     def __init__(self, *, filter_ms: int, max_delay_ms: int, frame: int, lead_ms: int = 30) -> None:
@@ -254,6 +259,7 @@ class EchoCanceller:
         self.lead = int(lead_ms * RATE / 1000)
         self.frame = frame
         self.shift = 0  # samples the reference is read earlier than the microphone
+        self._quiet = 0  # frames in a row the filter's input reference was silent
         self._mic = np.zeros(0, np.int16)
         self._start = 0  # timeline index of _mic[0]
         self._out: list[np.ndarray] = []
@@ -279,7 +285,9 @@ class EchoCanceller:
                     self.shift = shift
                     self.filter.reset()
             aligned = to_int16(self.reference.read(self._start - self.shift, self.frame))
-            self._out.append(self.filter.process(mic, aligned))
+            self._quiet = 0 if aligned.any() else self._quiet + 1
+            # the filter has taken in `frames` silent frames: its echo estimate is 0 until she plays again
+            self._out.append(mic.copy() if self._quiet > self.filter.frames else self.filter.process(mic, aligned))
             self._mic, self._start = self._mic[self.frame:], self._start + self.frame
         done = np.concatenate(self._out) if self._out else np.zeros(0, np.int16)
         if len(done) < len(pcm):

@@ -170,6 +170,21 @@ def test_an_echo_path_shorter_than_the_lead_is_cancelled_too(delay_ms):
     assert db(echo[tail]) - db(out[tail]) >= 15
 
 
+def test_while_nothing_plays_the_microphone_passes_untouched_and_her_next_words_are_cancelled_at_once():
+    """Between replies the filter rests (nothing to cancel); what it learnt cancels the next reply
+    from its first words."""
+    first, second = talk(4.0, seed=9), talk(2.0, seed=10)
+    ref = np.concatenate([first, np.zeros(3 * RATE, np.float32), second])
+    user = np.zeros_like(ref)
+    user[5 * RATE:6 * RATE] = talk(1.0, seed=11)  # the user, while she is silent
+    echo = through(room_impulse(60, -6, 150), ref)
+    out, _ = cancel(echo + user, ref)
+    quiet = slice(int(4.5 * RATE), 7 * RATE)
+    assert np.array_equal(to_int16(out[quiet]), to_int16((echo + user)[quiet])), "the user's words as they came"
+    again = slice(7 * RATE, int(7.5 * RATE))  # her next reply's first half second
+    assert db(echo[again]) - db(out[again]) >= 15
+
+
 def test_the_room_impulse_has_the_coupling_as_its_energy_and_decays_by_its_rt60():
     h = room_impulse(50, -6, 300)
     assert 10 * np.log10(np.sum(h.astype(np.float64) ** 2)) == pytest.approx(-6, abs=0.01)
