@@ -23,6 +23,7 @@ from sidecar.clock import Clock
 from sidecar.config import AppConfig, VoiceConfig
 from sidecar.conversation import Conversation
 from sidecar.intents import Intents
+from sidecar.memory import give_back
 from sidecar.outfit_catalogue import Outfit, load_catalogue
 from sidecar.outfit_tags import OutfitTags
 from sidecar.pipeline import Observer, Pipeline, Processor, Source, VoiceError
@@ -86,7 +87,10 @@ class LoadedModels:
             except (ModelError, ImportError, OSError) as exc:
                 log.warning("turn model unavailable (%s); ending turns after %d ms of silence — `stella models "
                             "install smart-turn` brings it back", exc, config.hangover_ms)
-        return cls(transcriber, SileroVad(), wake, voice, fallback, turn, name_hypotheses(config, models, transcriber))
+        hypotheses = name_hypotheses(config, models, transcriber)
+        loaded = cls(transcriber, SileroVad(), wake, voice, fallback, turn, hypotheses)
+        give_back()  # what the loads freed
+        return loaded
 
 
 def name_hypotheses(config: VoiceConfig, models: Models, transcriber: Transcribes | None = None

@@ -17,6 +17,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
+from sidecar.memory import give_back
 from sidecar.voice.asr_ct2 import CT2Transcriber
 from sidecar.voice.tts import Synthesizer
 
@@ -46,6 +47,7 @@ class Deferred(Generic[T]):
             if self._model is None:
                 began = time.perf_counter()
                 self._model = self._load()
+                give_back()
                 log.info("%s loaded in %.0f ms", self.name, (time.perf_counter() - began) * 1000)
             return self._model
 

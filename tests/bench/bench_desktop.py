@@ -188,7 +188,7 @@ def main() -> int:
         gateway = stack.enter_context(running_gateway(llama.url, tmp / "gateway", llama.env))
         xvfb = stack.enter_context(services.Xvfb())
         keyring = stack.enter_context(services.SecretService())
-        sound = stack.enter_context(services.PulseAudio())
+        sound = stack.enter_context(services.PulseAudio(mic_awake=True))  # a microphone, not a cold null sink
         env = {**os.environ, **keyring.env, **sound.env, "HOME": os.environ["HOME"], "STELLA_CHAT__TEMPERATURE": "0"}
         started = uptime()
         runs: dict[str, list[dict[str, float]]] = {view: [] for view in WEBVIEWS}
