@@ -75,6 +75,7 @@ class Reference:
         self.capacity = int(seconds * RATE)
         self._buf = np.zeros(self.capacity, np.float32)
         self._end = 0  # one past the highest index written
+        self._sound_end = 0  # one past the last sample written that was not silence
         self._next: float | None = None  # timeline time the next block should start at
         self._index = 0  # where the next resampled sample goes
         self._rate = RATE
@@ -112,6 +113,14 @@ class Reference:
         idx = np.arange(start, start + len(audio)) % self.capacity
         self._buf[idx] = audio
         self._end = max(self._end, start + len(audio))
+        loud = np.flatnonzero(audio)
+        if len(loud):
+            self._sound_end = max(self._sound_end, start + int(loud[-1]) + 1)
+
+    def silent_from(self, start: int) -> bool:
+        """Nothing but silence was written from sample `start` on: reads there give zeros (the idle
+        microphone path skips them)."""
+        return start >= self._sound_end
 
     def read(self, start: int, n: int) -> np.ndarray:
         """Samples [start, start + n); zeros outside what is kept."""
@@ -260,6 +269,7 @@ class EchoCanceller:
         self.frame = frame
         self.shift = 0  # samples the reference is read earlier than the microphone
         self._quiet = 0  # frames in a row the filter's input reference was silent
+        self._silence = np.zeros(frame, np.int16)
         self._mic = np.zeros(0, np.int16)
         self._start = 0  # timeline index of _mic[0]
         self._out: list[np.ndarray] = []
@@ -284,7 +294,9 @@ class EchoCanceller:
                 if shift != self.shift:
                     self.shift = shift
                     self.filter.reset()
-            aligned = to_int16(self.reference.read(self._start - self.shift, self.frame))
+            begin = self._start - self.shift
+            aligned = self._silence if self.reference.silent_from(begin) else to_int16(
+                self.reference.read(begin, self.frame))
             self._quiet = 0 if aligned.any() else self._quiet + 1
             # the filter has taken in `frames` silent frames: its echo estimate is 0 until she plays again
             self._out.append(mic.copy() if self._quiet > self.filter.frames else self.filter.process(mic, aligned))

@@ -183,9 +183,9 @@ class EchoGuard:
         playback scheduled it, and as the output really played it (a stalled output plays late)."""
         first, last = self._hop(t - self.max_delay_s) - 1, self._hop(t + duration) + 1
         scheduled = max((self._energy.get(k, 0.0) for k in range(first, last + 1)), default=0.0)
-        if self.played is None:
-            return scheduled
         hop = round(self.hop_s * RATE)
+        if self.played is None or self.played.silent_from(first * hop):
+            return scheduled
         audio = self.played.read(first * hop, (last - first + 1) * hop).astype(np.float64)
         return max(scheduled, float(np.max(np.mean(np.square(audio.reshape(-1, hop)), axis=1))))
 

@@ -52,6 +52,17 @@ def test_the_reference_is_read_by_timeline_sample_with_silence_where_nothing_pla
     assert np.all(ref.read(19200, 160) == 0.5)
 
 
+def test_the_reference_knows_from_where_only_silence_played():
+    ref = Reference(seconds=1.0)
+    assert ref.silent_from(0)
+    sound = np.zeros(800, np.float32)
+    sound[:400] = 0.25
+    ref.add(0.5, sound, RATE)  # 25 ms of sound, 25 ms of silence, from t = 0.5 s
+    ref.add(0.55, np.zeros(800, np.float32), RATE)
+    assert not ref.silent_from(8000) and not ref.silent_from(8399)
+    assert ref.silent_from(8400) and np.all(ref.read(8400, 1200) == 0)
+
+
 def test_the_reference_resamples_the_output_rate_onto_the_timeline():
     ref = Reference()
     tone = np.sin(2 * np.pi * 440 * np.arange(48000) / 48000).astype(np.float32) * 0.5
