@@ -162,8 +162,11 @@ def report(runs: dict[str, list[dict[str, float]]], loads: tuple[str, str]) -> s
             cells.append(f"{fmt(statistics.median(values))} {unit} ({', '.join(fmt(v) for v in values)})")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     lines += ["", "Ready to listen is bounded by loading what listening needs (whisper tiny.en, silero VAD) in the "
-              "engine, which starts in parallel with the window; piper loads in the background right after, and "
-              "the n-best check's CTranslate2 copy of whisper at the first check that needs it. The idle CPU of the "
+              "engine, which starts in parallel with the window, and by the microphone's first sound; piper loads "
+              "in the background right after, and the n-best check's CTranslate2 copy of whisper at the first check "
+              "that needs it. The microphone is a null sink with a recorder kept on it, as a real microphone "
+              "delivers at once: a null sink nobody records from gives a new recorder its first sound 0-2 s later "
+              "(tests/services.py). The idle CPU of the "
               "window is the character drawn and composited in software (on software GL 2 idle frames a second, "
               "the page asleep in between; full rate only while blinking, talking or changing outfit; with a GPU, "
               "30 frames a second at a small cost). The engine's is the "
