@@ -87,6 +87,12 @@ class VoiceConfig:
     # When the transcript lacks the name, look for it in whisper's `wake_nbest` best readings of
     # the utterance's first 3 s (sidecar/voice/wake_nbest.py; 0 = off): accents and noise.
     wake_nbest: int = 4
+    # In noise (an utterance's head under `wake_nbest_noisy_db` of SNR) the readings are whisper
+    # base's, `wake_nbest_noisy_model` ("" = tiny.en's there too): base hears a noisy "Hey Stella"
+    # that tiny.en does not, but writes the name for "Hey Stuart" too, which tiny.en seldom does
+    # (tests/bench/wake_rates.py).
+    wake_nbest_noisy_model: str = "whisper-base-ct2"
+    wake_nbest_noisy_db: float = 25.0
     wake_window_s: float = 8.0  # after a bare wake word, how long the next utterance is addressed
     # ASR: "ctranslate2" (int8, a window of the utterance's own length, at least `ct2_window_s`)
     # with `ct2_model`, or "whisper.cpp" (pywhispercpp, a window of at least 15 s) with the ggml

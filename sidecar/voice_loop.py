@@ -95,21 +95,30 @@ class LoadedModels:
 
 def name_hypotheses(config: VoiceConfig, models: Models, transcriber: Transcribes | None = None
                     ) -> NameHypotheses | None:
-    """The n-best second guess of the engines that check the name (None: off or no model), on
-    the ASR's own CTranslate2 model when it has one, else on one loaded at the first check."""
+    """The n-best second guess of the engines that check the name (None: off or no model), on the
+    ASR's own CTranslate2 model when it has one, else on one loaded at the first check; in noise,
+    on `wake_nbest_noisy_model`, loaded at the first noisy check."""
     if config.wake_nbest <= 0 or config.wake_engine not in ("phrase", "two_stage"):
         return None
-    if isinstance(transcriber, CT2Transcriber):
-        return NameHypotheses(transcriber, config.wake_nbest)
+    own = transcriber if isinstance(transcriber, CT2Transcriber) else _deferred_ct2(config.ct2_model, models, 1)
+    if own is None:
+        return None
+    noisy = _deferred_ct2(config.wake_nbest_noisy_model, models, config.whisper_threads) \
+        if config.wake_nbest_noisy_model else None
+    return NameHypotheses(own, config.wake_nbest, noisy=noisy,  # type: ignore[arg-type] - .readings
+                          noisy_below_db=config.wake_nbest_noisy_db)
+
+
+def _deferred_ct2(name: str, models: Models, threads: int) -> DeferredReadings | None:
+    """A CTranslate2 whisper for the n-best check, loaded at its first use (None: not installed)."""
     try:
-        path = models.path(config.ct2_model)  # a missing model is known now; loading waits for the first check
+        path = models.path(name)  # a missing model is known now; loading waits for the first check
         if importlib.util.find_spec("ctranslate2") is None:
             raise ImportError("ctranslate2 is not installed")
-        model = DeferredReadings("the n-best check's CTranslate2 model", lambda: CT2Transcriber(path, 1))
-        return NameHypotheses(model, config.wake_nbest)  # type: ignore[arg-type] - CT2Transcriber.readings
+        return DeferredReadings(f"the n-best check's CTranslate2 model ({name})", lambda: CT2Transcriber(path, threads))
     except (ModelError, ImportError, OSError) as exc:
-        log.warning("no n-best check of the wake word (%s): accented wake words are missed more often — "
-                    "`stella models install %s` brings it back", exc, config.ct2_model)
+        log.warning("no n-best check of the wake word with %s (%s): accented or noisy wake words are missed more "
+                    "often — `stella models install %s` brings it back", name, exc, name)
         return None
 
 

