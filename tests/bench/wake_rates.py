@@ -2,7 +2,7 @@
 
 Run: ``nice -n 19 .venv/bin/python tests/bench/wake_rates.py`` (held-out set; writes
 ``tests/bench/results/wake-heldout.md``, or ``wake-heldout-<engine>.md`` with ``--only``).
-``--set tuning`` (or ``seen``) runs tuning voices instead and writes nothing: thresholds and
+``--set tuning`` (or ``seen``, ``seen2``) runs tuning voices instead and writes nothing: thresholds and
 matcher rules are chosen there, never on the held-out voices. ``--baseline`` adds the
 single-stage openWakeWord engine (costly: ~140 ms of CPU per second). ``--wakes-only`` skips
 the other speech (a quick look at false rejects).
@@ -368,7 +368,8 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
         f"request), clean and with pink noise at {SNR_DB} dB SNR. Other speech: "
         f"{sum(scenes.values()) / 60:.1f} min of speech in {len(other)} streams "
         f"({', '.join(f'{k} {v / 60:.0f} min' for k, v in sorted(scenes.items()))}); TV scenes are over music, "
-        "babble or noise beds at 5–15 dB SNR.",
+        "babble or noise beds at 5–15 dB SNR"
+        f"{', and so are half the look-alike scenes' if wake_corpus.FOLDER[which] in wake_corpus.NOISY_LOOKALIKES else ''}.",
         "",
         f"ASR: whisper tiny.en on {args.asr}. Targets: {TARGETS}.",
         "",

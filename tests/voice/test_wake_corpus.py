@@ -8,7 +8,7 @@ import pytest
 from sidecar.voice.wake import NameMatcher, words
 from tests.voice import wake_corpus as corpus
 
-TUNED = ("tuning", "seen")
+TUNED = ("tuning", "seen", "seen2")
 
 
 def said(texts: corpus.Texts) -> set[str]:
@@ -34,9 +34,12 @@ def test_held_out_set_is_big_enough():
 
 
 def test_held_out_texts_and_seeds_are_new():
+    heldout = said(corpus.TEXTS[corpus.FOLDER["heldout"]])
+    for which in TUNED:
+        assert not heldout & said(corpus.TEXTS[corpus.FOLDER[which]]), which
     assert not said(corpus.TEXTS["v2"]) & said(corpus.TEXTS["v1"])
     assert corpus.FOLDER["heldout"] not in {corpus.FOLDER[w] for w in TUNED}
-    assert corpus.SALT[corpus.FOLDER["heldout"]], "the held-out set's noise and choices would repeat v1's"
+    assert len({corpus.SALT[corpus.FOLDER[w]] for w in (*TUNED, "heldout")}) == 3, "noise and choices would repeat"
 
 
 @pytest.mark.parametrize("engine", sorted(corpus.NAMES))
@@ -45,7 +48,7 @@ def test_held_out_other_speech_holds_no_wake_word(engine):
     word (corpus docstring), so it must not be in the other speech; look-alikes ("Hey Jeeves")
     are, and the wake forms are found by the matcher."""
     name = corpus.NAMES[engine].lower()
-    texts = corpus.TEXTS["v2"]
+    texts = corpus.TEXTS[corpus.FOLDER["heldout"]]
     lines = texts.chatter + texts.lookalikes + [f"{o} {r}." for o in texts.openers for r in texts.requests]
     assert [line for line in lines if {name, name + "r"} & set(words(line)[:2])] == []
     matcher = NameMatcher(f"hey {name}")

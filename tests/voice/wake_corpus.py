@@ -4,10 +4,12 @@ Run on its own to (re)build it: ``.venv/bin/python tests/voice/wake_corpus.py``;
 (tests/bench/wake_rates.py) builds it on first use. Files go to
 ``~/.cache/stella/bench/wake/<folder>/`` (override the root with ``STELLA_WAKE_CORPUS``).
 
-Three sets, of disjoint voices: **tuning** and **seen** (folder v1: thresholds and matcher
+Four sets, of disjoint voices: **tuning** and **seen** (folder v1: thresholds and matcher
 rules were chosen on them — "seen" was the first held-out set, and once its misses had been
-read it was no longer held out) and **heldout** (folder v2: voices, texts and noise seeds
-never used for tuning; reported, never tuned on). Each set has
+read it was no longer held out), **seen2** (folder v2, the second held-out set, seen in turn
+once the n-best rules and the noisy model were chosen on it) and **heldout** (folder v3:
+voices, texts and noise seeds never used for tuning; reported, never tuned on; its look-alikes
+are also said over noise beds, where v1 and v2 had them clean only). Each set has
 
 * wake utterances ("Hey Stella, ..." for the phrase engine, "Hey Jarvis, ..." for the
   acoustic engines: the models this machine has), each voice saying several forms at random
@@ -48,12 +50,14 @@ SNR_DB = 10
 WAKE_GAP_S = 2.5  # between wake utterances: longer than the hang-over and the trigger's refractory time
 FILE_S = 300.0  # the other speech is cut into streams of about this length
 
-SETS = ("tuning", "seen", "heldout")
+SETS = ("tuning", "seen", "seen2", "heldout")
 # Where each set lives: its folder under ROOT, and its name in that folder's index and files
 # (the "seen" set was generated as v1's "heldout"; regenerated, it is the same audio).
-FOLDER = {"tuning": "v1", "seen": "v1", "heldout": "v2"}
-KEY = {"tuning": "tuning", "seen": "heldout", "heldout": "heldout"}
-TARGET_S = {"tuning": 15 * 60, "seen": 62 * 60, "heldout": 62 * 60}  # speech (not gaps) in the other speech
+# (and "seen2" as v2's "heldout").
+FOLDER = {"tuning": "v1", "seen": "v1", "seen2": "v2", "heldout": "v3"}
+KEY = {"tuning": "tuning", "seen": "heldout", "seen2": "heldout", "heldout": "heldout"}
+# speech (not gaps) in the other speech
+TARGET_S = {"tuning": 15 * 60, "seen": 62 * 60, "seen2": 62 * 60, "heldout": 62 * 60}
 # espeak-ng voices: (accent, variant) pairs. v2's variants were used in no earlier set.
 _V1_BASES = {"tuning": ("en-us", "en-gb", "en-gb-x-rp", "en-gb-x-gbclan"),
              "seen": ("en-gb-scotland", "en-029", "en-us-nyc", "en-gb-x-gbcwmd")}
@@ -67,14 +71,25 @@ _V2_VARIANTS = {"en-us": ("+Annie", "+Andy", "+linda", "+john"),
                 "en-029": ("+Andrea", "+norbert", "+victor", "+steph2"),
                 "en-us-nyc": ("+anika", "+zac", "+caleb", "+grandpa"),
                 "en-gb-x-gbcwmd": ("+iven", "+Jacky", "+rob", "+steph3")}
+_V3_VARIANTS = {"en-us": ("+Mike", "+Gene", "+Lee", "+Alex"),
+                "en-gb": ("+Michael", "+edward2", "+Hugo", "+Denis"),
+                "en-gb-x-rp": ("+ed", "+Gene2", "+marcelo", "+boris"),
+                "en-gb-x-gbclan": ("+iven2", "+Marco", "+miguel", "+kaukovalta"),
+                "en-gb-scotland": ("+iven3", "+pablo", "+Mario", "+croak"),
+                "en-029": ("+antonio", "+Diogo", "+Nguyen", "+Tweaky"),
+                "en-us-nyc": ("+travis", "+sandro", "+pedro", "+AnxiousAndy"),
+                "en-gb-x-gbcwmd": ("+iven4", "+gustave", "+Henrique", "+klatt")}
 ESPEAK_VOICES = {
     **{s: tuple(b + v for b in _V1_BASES[s] for v in _V1_VARIANTS[s]) for s in _V1_BASES},
-    "heldout": tuple(b + v for b, vs in _V2_VARIANTS.items() for v in vs),
+    "seen2": tuple(b + v for b, vs in _V2_VARIANTS.items() for v in vs),
+    "heldout": tuple(b + v for b, vs in _V3_VARIANTS.items() for v in vs),
 }
-PIPER_SCALES = {"tuning": (0.85, 1.0, 1.2), "seen": (0.92, 1.1, 1.3), "heldout": (0.8, 1.05, 1.4)}
-WAKES_PER_VOICE = {"tuning": 4, "seen": 6, "heldout": 6}
-# Seeds are strings: v2's carry a prefix, so none of its noise or choices repeats v1's.
-SALT = {"v1": "", "v2": "v2-"}
+PIPER_SCALES = {"tuning": (0.85, 1.0, 1.2), "seen": (0.92, 1.1, 1.3), "seen2": (0.8, 1.05, 1.4),
+                "heldout": (0.88, 1.15, 1.35)}
+WAKES_PER_VOICE = {"tuning": 4, "seen": 6, "seen2": 6, "heldout": 6}
+# Seeds are strings: v2's and v3's carry a prefix, so none of their noise or choices repeats another's.
+SALT = {"v1": "", "v2": "v2-", "v3": "v3-"}
+NOISY_LOOKALIKES = {"v3"}  # folders whose look-alike scenes are said over a noise bed half the time
 
 NAMES = {"phrase": "Stella", "acoustic": "Jarvis"}
 WAKE_FORMS = ["Hey {n}.", "Hey {n}", "Hey {n}, what time is it?", "Hey {n}, turn on the lights.",
@@ -186,6 +201,59 @@ V2_OBJECTS = ["a new hospital wing", "flooding in the valley", "a shortage of te
 V2_TIMES = ["yesterday afternoon", "on Friday", "after months of talks", "in the early hours",
             "ahead of the holidays", "at a press conference", "for the second time this year"]
 
+# The v3 (held-out) set's texts: none of them said in v1 or v2.
+V3_WAKE_FORMS = ["Hey {n}, are you awake?", "Hey {n}, set an alarm for seven.", "Hey {n}, what's the weather like?",
+                 "Hey {n}, play some jazz.", "Hey {n}, is it going to rain?", "Hey {n}, dim the lights.",
+                 "Hey {n}, what's for dinner?", "Hey {n}, remind me to water the plants.",
+                 "Hey {n}, tell me something funny.", "Hey {n}, I'm home.", "Hey {n}, how far is the moon?",
+                 "Hey {n}, pause the music."]
+V3_CHATTER = [
+    "The train was twenty minutes late again.", "Could you pass me the salt, please?",
+    "I left my keys in the car.", "The cat knocked over the plant pot.", "We're out of milk and bread.",
+    "My aunt is visiting in March.", "The heating has been off all day.", "That film was far too long.",
+    "I need to renew my passport.", "The garden needs weeding before the party.",
+    "He finally fixed the squeaky gate.", "Let's try the new café on the corner.",
+    "The baby slept right through the night.", "I can't find the remote anywhere.",
+    "It's cold enough for a scarf today.", "The football starts at eight.", "Have you seen my reading glasses?",
+    "I'm making soup for lunch.", "The windows need cleaning.", "Our flight leaves at six in the morning.",
+    "I bumped into Stella at the library.", "Our neighbour Jarvis borrowed the ladder.",
+    "The lift in our building is broken.", "We should paint the kitchen yellow.", "I burnt the toast again.",
+    "Mum called while you were out.", "The shop had no more oranges.", "The parcel arrived damaged.",
+    "My phone battery is nearly dead.", "Go and ask Stella if she wants tea.",
+]
+V3_REQUESTS = [
+    "how tall is the tallest tree", "why do cats purr", "what is the capital of Peru", "how do you boil an egg",
+    "who painted the sunflowers", "how long do tortoises live", "what time does the sun rise", "spell necessary",
+    "how many legs does a spider have", "when was the telephone invented", "what is a group of crows called",
+    "how far away is Mars",
+]
+V3_OPENERS = ["I was wondering", "Quick question:", "Can anyone tell me", "I'd like to know", "Remind me",
+              "Somebody told me to check", "I never understood", "Out of interest,"]
+V3_LOOKALIKES = [
+    # for "hey stella"
+    "Hey Bella, dinner's ready.", "Hey Stanley, look at this.", "Hey Sheila, are you coming?",
+    "Hey Estelle, nice dress.", "Hey, stay for dinner.", "Hey Kelly, over there.", "Hey Stefan, catch the ball.",
+    "Hey Celia, good to see you.", "Say hello to Ella.", "Hey, settle down, everyone.", "Hey, stay out of the mud.",
+    "Hey Dell, is the printer on?", "Hey Stacey, your turn.", "Hey Tessa, wait for me.", "Hey Steve, hello.",
+    "Hey Fella, how are you?", "Hey, tell her I said hi.",
+    # for "hey jarvis"
+    "Hey Jared, what's up?", "Hey Davis, nice shot.", "Hey Garvey, over here.", "Hey Charlie, grab the door.",
+    "Hey Travis, long time no see.", "Hey Harvest festival is on.", "Hey Jarrod, come here.",
+    "Hey Mavis, tea's ready.", "Hey Jervis, are you in?", "Hey Elvis fans.", "Hey, jars go on the top shelf.",
+    "Hey Marvin, hurry up.", "Hey Jarvie, what a game.", "Hey Darcy, your bag.",
+]
+V3_SUBJECTS = ["The mayor", "Nurses", "A university study", "The met office", "Local residents", "The police chief",
+               "The science museum", "Fishermen", "The railway company", "Shop owners", "Scientists at the lab",
+               "The football association", "Volunteers", "The national library"]
+V3_VERBS = ["have announced", "are worried about", "celebrated", "warned of", "opened", "have delayed",
+            "are calling for", "revealed", "welcomed news of", "questioned"]
+V3_OBJECTS = ["a new bridge over the river", "higher energy bills", "a drought in the south", "longer opening hours",
+              "a rise in bicycle thefts", "a ban on plastic bags", "a storm heading for the coast",
+              "the discovery of an old shipwreck", "cheaper bus fares", "a shortage of nurses",
+              "a new park in the city centre", "the return of the swallows", "roadworks on the main street"]
+V3_TIMES = ["this afternoon", "on Monday morning", "after a long wait", "earlier today", "before the election",
+            "at the weekend", "for the first time in years"]
+
 
 @dataclass(frozen=True)
 class Texts:
@@ -204,7 +272,9 @@ class Texts:
 
 TEXTS = {"v1": Texts(WAKE_FORMS, CHATTER, REQUESTS, OPENERS, LOOKALIKES, SUBJECTS, VERBS, OBJECTS, TIMES),
          "v2": Texts(V2_WAKE_FORMS, V2_CHATTER, V2_REQUESTS, V2_OPENERS, V2_LOOKALIKES, V2_SUBJECTS, V2_VERBS,
-                     V2_OBJECTS, V2_TIMES)}
+                     V2_OBJECTS, V2_TIMES),
+         "v3": Texts(V3_WAKE_FORMS, V3_CHATTER, V3_REQUESTS, V3_OPENERS, V3_LOOKALIKES, V3_SUBJECTS, V3_VERBS,
+                     V3_OBJECTS, V3_TIMES)}
 
 @dataclass(frozen=True)
 class Voice:
@@ -353,23 +423,31 @@ class Builder:
                 text = self.news(rng)
                 sub.speak(self.say(text, voice, rng), text, voice.id, kind)
                 sub.gap(rng.uniform(0.2, 0.6))
-            speech = sub.audio()
-            level = rms(np.concatenate([p for p in sub.parts if rms(p) > 0])) / 10 ** (rng.uniform(5, 15) / 20)
-            background = bed(rng.choice(["music", "babble", "noise"]), len(speech) / RATE, rng,
-                             lambda: self.say(self.news(rng), rng.choice(self.voices), rng) * 0.5)
-            offset = track.t
-            track.parts.append(speech + background[:len(speech)] * level)
-            track.spans += [Span(s.text, s.voice, round(s.start + offset, 3), round(s.end + offset, 3), kind)
-                            for s in sub.spans]
-            track.t += len(speech) / RATE
+            self.over_bed(track, sub, rng)
         else:
             asked = [f"{o} {r}." for o, r in itertools.product(t.openers, t.requests)]
             pool = t.lookalikes if kind == "lookalikes" else asked
+            noisy = kind == "lookalikes" and self.folder in NOISY_LOOKALIKES and rng.random() < 0.5
+            sub = Track() if noisy else track
             for _ in range(rng.randint(3, 6)):
                 voice, text = rng.choice(self.voices), rng.choice(pool)
-                track.speak(self.say(text, voice, rng), text, voice.id, kind)
-                track.gap(rng.uniform(1.0, 2.0))
+                sub.speak(self.say(text, voice, rng), text, voice.id, kind)
+                sub.gap(rng.uniform(1.0, 2.0))
+            if noisy:
+                self.over_bed(track, sub, rng)
         track.gap(rng.uniform(1.5, 3.0))
+
+    def over_bed(self, track: Track, sub: Track, rng: random.Random) -> None:
+        """`sub`'s speech over a music, babble or noise bed at 5-15 dB SNR, appended to `track`."""
+        speech = sub.audio()
+        level = rms(np.concatenate([p for p in sub.parts if rms(p) > 0])) / 10 ** (rng.uniform(5, 15) / 20)
+        background = bed(rng.choice(["music", "babble", "noise"]), len(speech) / RATE, rng,
+                         lambda: self.say(self.news(rng), rng.choice(self.voices), rng) * 0.5)
+        offset = track.t
+        track.parts.append(speech + background[:len(speech)] * level)
+        track.spans += [Span(s.text, s.voice, round(s.start + offset, 3), round(s.end + offset, 3), s.scene)
+                        for s in sub.spans]
+        track.t += len(speech) / RATE
 
     def other_streams(self) -> list[Stream]:
         """Scenes of other speech, `TARGET_S` of speech in all, cut into ~FILE_S streams."""
