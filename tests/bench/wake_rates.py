@@ -351,6 +351,7 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
     for stream in other:
         for s in stream.spans:
             scenes[s.scene] = scenes.get(s.scene, 0.0) + s.end - s.start
+    noisy_lookalikes = wake_corpus.FOLDER[which] in wake_corpus.NOISY_LOOKALIKES
     lines = [
         "## Wake-word accuracy (tests/bench/wake_rates.py)",
         "",
@@ -369,7 +370,7 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
         f"{sum(scenes.values()) / 60:.1f} min of speech in {len(other)} streams "
         f"({', '.join(f'{k} {v / 60:.0f} min' for k, v in sorted(scenes.items()))}); TV scenes are over music, "
         "babble or noise beds at 5–15 dB SNR"
-        f"{', and so are half the look-alike scenes' if wake_corpus.FOLDER[which] in wake_corpus.NOISY_LOOKALIKES else ''}.",
+        f"{', and so are half the look-alike scenes' if noisy_lookalikes else ''}.",
         "",
         f"ASR: whisper tiny.en on {args.asr}. Targets: {TARGETS}.",
         "",
