@@ -21,6 +21,7 @@ def _libc() -> ctypes.CDLL | None:
         return None
     return libc if libc is not None and hasattr(libc, "malloc_trim") else None  # glibc only
 
+
 def give_back() -> None:
     """Return the heap's free pages to the system (glibc's malloc_trim; elsewhere nothing to do)."""
     libc = _libc()

@@ -55,14 +55,8 @@ class BPE:
         merges = [tuple(m.split(" ")) if isinstance(m, str) else tuple(m) for m in model["merges"]]
         self.ranks = {pair: i for i, pair in enumerate(merges)}
         self.byte_chars = {b: c for c, b in byte_decoder().items()}
-        self._known: dict[str, tuple[int, ...]] = {}  # the prompt is the same every time
 
     def encode(self, text: str) -> tuple[int, ...]:
-        if text not in self._known:
-            self._known[text] = self._encode(text)
-        return self._known[text]
-
-    def _encode(self, text: str) -> tuple[int, ...]:
         out: list[int] = []
         for piece in _PIECES.findall(text):
             parts = [self.byte_chars[b] for b in piece.encode("utf-8")]
