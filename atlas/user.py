@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import platformdirs
-from PIL import Image, UnidentifiedImageError
 
 from atlas.errors import AtlasError
 from atlas.manifest import DEFAULT_DIR, Manifest, Rect
@@ -74,6 +73,8 @@ def check_atlas(folder: Path) -> Manifest:
         raise AtlasError(folder / "manifest.json", "the manifest lists no outfits")
     if not image.is_file():
         raise AtlasError(image, "missing texture: the manifest names it but the file is not there")
+    from PIL import Image, UnidentifiedImageError  # here: the window's launch does not pay for it without a user atlas
+
     try:
         with Image.open(image) as img:
             found = (img.format, img.mode, img.size)

@@ -38,8 +38,8 @@ from desktop.page_automation import PageAutomation
 from desktop.supervisor import EngineStatus, Supervisor, engine_command
 from remote_api.shared.config_loader import ConfigError
 from remote_api.shared.processes import free_port
-from sidecar.channel import Launch
 from sidecar.config import WindowConfig, load_app_config
+from sidecar.launch import Launch
 from sidecar.store import Store, StoreConfig, StoreError
 from sidecar.store.keys import KeyringKey
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import IO, Literal
 
 from remote_api.shared.processes import die_with_parent, stop_process
-from sidecar.channel import PORT_LINE, Launch
+from sidecar.launch import PORT_LINE, Launch
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,7 @@ from websockets.exceptions import ConnectionClosed
 from desktop.supervisor import Supervisor, engine_command
 from remote_api.chat_cli import stdin_lines
 from remote_api.shared.processes import free_port
-from sidecar.channel import AUTH_PREFIX, SUBPROTOCOL, Launch
+from sidecar.launch import AUTH_PREFIX, SUBPROTOCOL, Launch
 from sidecar.outfit_tags import TagFilter
 
 log = logging.getLogger(__name__)

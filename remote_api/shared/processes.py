@@ -14,8 +14,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
-
 
 class NotHealthy(RuntimeError):
     """The process exited (`returncode` set) or did not answer /health with 200 in time."""
@@ -42,6 +40,8 @@ def die_with_parent() -> None:
 def wait_healthy(url: str, proc: subprocess.Popen, timeout: float, *, verify: Any = True) -> None:
     """Poll `url`/health until it answers 200; raise NotHealthy as soon as `proc` exits (with its
     stderr if piped) or when `timeout` runs out. `verify` is httpx's (a CA context for TLS)."""
+    import httpx  # here: the window's shell imports this module at launch and never polls
+
     deadline = time.monotonic() + timeout
     with httpx.Client(timeout=2.0, verify=verify) as client:
         while True:

@@ -20,9 +20,9 @@ from pathlib import Path
 
 from remote_api.shared.config_loader import ConfigError
 from remote_api.shared.logs import setup_logging
-from sidecar.channel import ChannelError, Launch
 from sidecar.config import load_app_config
 from sidecar.engine.core import App, Options
+from sidecar.launch import ChannelError, Launch
 from sidecar.store import StoreConfig
 from sidecar.workers import with_background_workers
 

@@ -21,7 +21,7 @@ from typing import Literal
 from websockets.asyncio.server import ServerConnection
 
 from atlas.user import choose_atlas
-from sidecar.channel import PORT_LINE, Channel, Event, Launch
+from sidecar.channel import Channel, Event
 from sidecar.channel_messages import Command, Error, Hello, State
 from sidecar.config import AppConfig
 from sidecar.conversation import Conversation
@@ -36,6 +36,7 @@ from sidecar.engine.voice_session import Sessions
 from sidecar.engine.wardrobe import Wardrobe
 from sidecar.events import EachEventOnce, TurnTimeline
 from sidecar.frames import Frame, InputStartedFrame, MouthFrame, OutfitFrame, TurnTimelineFrame
+from sidecar.launch import PORT_LINE, Launch
 from sidecar.outfit_catalogue import catalogue_of
 from sidecar.pipeline import Observer
 from sidecar.store import StoreConfig, StoreError

@@ -195,7 +195,8 @@ class DeviceSource(Source):
         while not self._ended:
             timeout = self.stall_s if self.clock.started else self.first_block_s
             try:
-                await asyncio.wait_for(self._arrived.wait(), timeout)
+                async with asyncio.timeout(timeout):  # not wait_for: no task per block
+                    await self._arrived.wait()
             except TimeoutError:
                 self._lost(f"no audio for {timeout:.0f} s")
             self._arrived.clear()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import logging
 import wave
 from dataclasses import dataclass
@@ -239,6 +240,8 @@ class Playback(Processor):
     `played`, stamped with when it is heard: the echo canceller's reference.
     """
 
+    IDLE_WAKE_S = 0.25  # between replies, the watcher's longest sleep
+
     def __init__(self, output: Output, pause_ms: int, *, volume_db: float = 0.0, volume_step_db: float = 6.0,
                  played: PlayedLog | None = None) -> None:
         super().__init__()
@@ -256,6 +259,7 @@ class Playback(Processor):
         self._starts: dict[int, tuple[int, PlaybackStartFrame]] = {}  # turn -> its first sound's ring position
         self._sentences: dict[int, list[_Played]] = {}  # what each turn still in the buffer says, and when
         self._watch: asyncio.Task[None] | None = None
+        self._queued = asyncio.Event()  # a sentence was queued: wakes the idle watcher
 
     @property
     def gain(self) -> float:
@@ -319,6 +323,7 @@ class Playback(Processor):
             self._speaking_turn = None
 
     async def _queue_sentence(self, frame: SpeechAudioFrame) -> None:
+        self._queued.set()
         rate = self.output.rate
         audio = fade_edges(resample(frame.audio, frame.rate, rate), rate)
         sound = np.concatenate([audio, np.zeros(rate * self.pause_ms // 1000, np.float32)])
@@ -350,10 +355,23 @@ class Playback(Processor):
         return [HeardFrame(turn=turn, text=" ".join(p.text for p in played), interrupted=False, t=t),
                 BotSpeakingFrame(turn=turn, speaking=False, t=t), TurnEndedFrame(turn=turn, t=t)]
 
+    def _busy(self) -> bool:
+        """Something is scheduled on the audio clock (the watcher looks every 10 ms)."""
+        return bool(self._mouth or self._due or self._starts) or self._speaking_turn is not None
+
     async def _watch_clock(self) -> None:
-        """Push scheduled frames when their time comes; notice when a reply has played out."""
+        """Push scheduled frames when their time comes; notice when a reply has played out.
+
+        While a reply plays it looks every 10 ms; between replies it sleeps until the next blink or
+        until a sentence is queued (a 100 Hz wake-up was a tenth of the engine's idle listening)."""
         while True:
-            await asyncio.sleep(0.01)
+            if self._busy():
+                await asyncio.sleep(0.01)
+            else:
+                self._queued.clear()
+                wait = min(self.IDLE_WAKE_S, max(0.0, self._blinks.next_at - self.clock.now()))
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._queued.wait(), wait)
             now = self.clock.now()
             while self._mouth and self._mouth[0].t <= now:
                 await self.push(self._mouth.popleft())

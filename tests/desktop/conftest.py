@@ -17,7 +17,7 @@ from desktop.assets import PAGE
 from desktop.supervisor import Backoff, Supervisor, engine_command
 from remote_api.llama_server import LlamaServer
 from remote_api.shared.processes import free_port
-from sidecar.channel import Launch
+from sidecar.launch import Launch
 from tests import services
 from tests.desktop.gateway import Gateway, running_gateway
 

@@ -10,7 +10,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
-from sidecar.channel import AUTH_PREFIX, SUBPROTOCOL
+from sidecar.launch import AUTH_PREFIX, SUBPROTOCOL
 from tests.desktop import aio
 from tests.desktop.conftest import Engine
 

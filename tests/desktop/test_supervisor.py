@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from desktop.supervisor import Backoff, EngineStatus, Supervisor
-from sidecar.channel import Launch
+from sidecar.launch import Launch
 from tests.desktop.polling import wait_for
 from tests.desktop.processes import alive
 
@@ -84,7 +84,7 @@ def test_the_engine_dies_with_a_killed_shell(tmp_path: Path) -> None:
     shell = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
         from desktop.supervisor import Supervisor
-        from sidecar.channel import Launch
+        from sidecar.launch import Launch
         s = Supervisor([sys.executable, "-c", {SLEEPER!r}, {str(tmp_path / 'starts')!r}], Launch({SECRET!r}, 45124))
         s.start()
         print(s.wait_running(10).pid, flush=True)
@@ -99,3 +99,13 @@ def test_the_engine_dies_with_a_killed_shell(tmp_path: Path) -> None:
     finally:
         if shell.poll() is None:
             shell.kill()
+
+
+def test_the_window_shell_starts_without_the_engines_code() -> None:
+    """The shell imports only the launch contract of the engine: its frames, numpy, websockets, httpx and
+    PIL (only for a user's own atlas) would cost the window a quarter of a second and 20 MiB."""
+    heavy = ["numpy", "websockets", "httpx", "PIL", "sidecar.channel", "sidecar.frames"]
+    code = f"import sys, desktop.shell; print([m for m in {heavy!r} if m in sys.modules])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "[]"

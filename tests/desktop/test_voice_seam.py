@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from websockets.asyncio.client import connect
 
-from sidecar.channel import AUTH_PREFIX, SUBPROTOCOL
+from sidecar.launch import AUTH_PREFIX, SUBPROTOCOL
 from tests import services
 from tests.desktop import aio
 from tests.desktop.conftest import Engine, run_engine

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
-from sidecar.channel import AUTH_PREFIX, SUBPROTOCOL, Launch
 from sidecar.config import load_app_config
 from sidecar.engine.core import App, Options
+from sidecar.launch import AUTH_PREFIX, SUBPROTOCOL, Launch
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT_S = 10  # for an event the engine sends at once; generous for a loaded machine

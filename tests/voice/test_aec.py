@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import soxr
 
 from sidecar.clock import Steer
 from sidecar.voice.aec import DelayTracker, EchoCanceller, PlayedLog, Reference
@@ -71,6 +72,24 @@ def test_the_reference_resamples_the_output_rate_onto_the_timeline():
     got = ref.read(RATE + 4000, 8000)
     want = np.sin(2 * np.pi * 440 * (np.arange(4000, 12000) / RATE)).astype(np.float32) * 0.5
     assert np.corrcoef(got, want)[0, 1] > 0.95
+
+
+@pytest.mark.parametrize("rate", [44100, 48000, RATE])
+def test_between_replies_the_reference_holds_exactly_what_the_resampler_gives_for_what_played(rate):
+    """The output plays silence between replies; skipping the resampler for it must not move her next
+    words by a single sample, nor let the ring's wrap show through (2 s kept, 5 s played)."""
+    rng, block = np.random.default_rng(5), rate // 50
+    speech = (rng.standard_normal(rate) * 0.1).astype(np.float32)
+    played = np.concatenate([speech, np.zeros(3 * rate, np.float32), speech[::-1]])
+    ref = Reference(seconds=2.0)
+    for k in range(0, len(played), block):
+        ref.add(1.0 + k / rate, played[k:k + block], rate)
+    whole = played if rate == RATE else soxr.ResampleStream(rate, RATE, 1, dtype="float32").resample_chunk(
+        played, last=True)
+    start = RATE + len(whole) - 2 * RATE  # the last 2 s, where her second reply plays
+    got = ref.read(start, RATE + RATE // 2)
+    assert np.abs(got - whole[start - RATE:start - RATE + len(got)]).max() < 1e-6
+    assert np.all(ref.read(start - RATE, RATE) == 0), "older than what it keeps: zeros"
 
 
 def test_the_reference_counts_samples_through_a_callbacks_jittery_times_and_follows_a_restart():
