@@ -12,21 +12,21 @@ const ATLAS = PAGE_OPTIONS.get('atlas') === 'user' ? '/atlas/user/' : '/atlas/de
 const DEBUG_TIMELINE = PAGE_OPTIONS.get('debug') === 'timeline';
 const ASSETS = { atlasUrl: `${ATLAS}atlas.png`, manifestUrl: `${ATLAS}manifest.json`, shaderBase: '/shaders/' };
 // Frame pacing: blinks, talking and crossfades get full motion and an outfit switch is drawn on
-// the very next frame. Idle breathing moves about a pixel a second, so on software GL (where each
-// frame per second costs ~3% of a core) idle frames are few.
+// the very next frame. On software GL each frame runs the fragment shader in llvmpipe (~3 % of a core
+// per frame a second), so there the character stands still between blinks: a breath drawn at two frames
+// a second cost 6 % of a core, more than the rest of the page (measured under Xvfb on 2 cores).
 const ACTIVE_FRAME_MS = 1000 / 30;
-const SOFTWARE_IDLE_FRAME_MS = 1000 / 2;
 // The engine sends the mouth's level every 20 ms while Stella speaks; a late one keeps it open meanwhile.
 const MOUTH_HOLD_MS = 80;
 const SOFTWARE_GL = /llvmpipe|softpipe|swiftshader|software/i;
 
 // WebKit masks the renderer's name ("Apple GPU"): the shell then says what its own GL probe found (gl=software).
-function idleFrameMs(gl) {
+function softwareGl(gl) {
   const info = gl.getExtension('WEBGL_debug_renderer_info');
   const software = PAGE_OPTIONS.get('gl') === 'software'
     || SOFTWARE_GL.test(info ? gl.getParameter(info.UNMASKED_RENDERER_WEBGL) : '');
   document.body.classList.toggle('software-gl', software);
-  return software ? SOFTWARE_IDLE_FRAME_MS : ACTIVE_FRAME_MS;
+  return software;
 }
 const STATE_LABELS = { idle: 'Idle', listening: 'Listening', thinking: 'Thinking…', speaking: 'Speaking' };
 // Problems that stay until the user acts: their message stays until it is dismissed.
@@ -69,7 +69,10 @@ class CharacterView {
       await this.renderer.ready;
       this.manifest = this.renderer.manifest;
       this.mode = 'webgl';
-      this.idleFrameMs = idleFrameMs(this.renderer.gl);
+      if (softwareGl(this.renderer.gl)) {
+        this.idleFrameMs = Infinity;
+        this.renderer.breathing = false;
+      }
       if (this.outfit) this.renderer.setOutfit(this.outfit, { crossfadeMs: 0 });
       new ResizeObserver(() => this.wake()).observe(this.canvas);
       this._nextFrame();

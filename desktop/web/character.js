@@ -84,6 +84,7 @@ export class CharacterRenderer {
     this.canvas = canvas;
     this.crossfadeMs = crossfadeMs;
     this.idleBlink = idleBlink;
+    this.breathing = true; // the idle breath (off: the character stands still between blinks)
     const gl = canvas.getContext('webgl2', { alpha: true, premultipliedAlpha: true, antialias: false,
                                              preserveDrawingBuffer });
     if (!gl) throw new Error('character: WebGL2 is not available');
@@ -236,7 +237,7 @@ export class CharacterRenderer {
     const progress = this._fadeMs > 0 ? (now - this._switchedAt) / this._fadeMs : 1;
     const t = (now - this.epoch) / 1000;
     const blink = this.idleBlink ? Math.max(this._blink, autoBlink(t)) : this._blink;
-    this._draw(progress, this._mouth, blink, t);
+    this._draw(progress, this._mouth, blink, this.breathing ? t : 0);
   }
 
   /**

@@ -123,12 +123,29 @@ def test_outfit_and_window_geometry_survive_a_restart_and_a_killed_shell_leaves_
         wait_for(lambda: not alive(family), 15, "the engine and the web processes dying with the shell")
 
 
-def test_on_software_gl_the_busy_indicators_leave_the_cores_to_listening_and_thinking(
+# Every WebGL draw from now on, with the float uniforms set before it (the last one is u_time: the breath).
+RECORD_DRAWS = """(() => {
+  const proto = WebGL2RenderingContext.prototype;
+  const uniform1f = proto.uniform1f, drawArrays = proto.drawArrays;
+  let floats = [];
+  window.drawn = [];
+  proto.uniform1f = function (where, x) { floats.push(x); return uniform1f.call(this, where, x); };
+  proto.drawArrays = function (...args) { drawn.push(floats); floats = []; return drawArrays.apply(this, args); };
+  return true;
+})()"""
+
+
+def test_on_software_gl_the_window_leaves_the_cores_to_listening_and_thinking(
         xvfb: services.Xvfb, gateway: Gateway, engine_env: dict[str, str], tmp_path: Path) -> None:
     """Xvfb has only llvmpipe: a smooth 60 fps animation there costs a whole core, which whisper and
-    the model need while the state dot says "listening" or "thinking" (measured: ASR 1.4 s -> 0.7 s)."""
+    the model need while the state dot says "listening" or "thinking" (measured: ASR 1.4 s -> 0.7 s);
+    and each frame of the character a few per cent, so she stands still between blinks (no breath)."""
     with stella(xvfb.display, gateway.url, tmp_path / "stella.db", engine_env) as window:
         assert window.page.eval("document.body.classList.contains('software-gl')")
+        window.page.eval(RECORD_DRAWS)
+        screen.xdotool(xvfb.display, "windowsize", str(window.wid), "1000", "700")  # a new size: drawn again
+        drawn = wait_for(lambda: window.page.eval("drawn.length && drawn"), 5, "the character redrawn")
+        assert all(floats[-1] == 0 for floats in drawn), f"a breath offset (u_time) was drawn: {drawn}"
         window.page.eval("(document.getElementById('state').dataset.state = 'thinking') && true")
         family = descendants(window.proc.pid)
         used, start = cpu_seconds(family), time.monotonic()
