@@ -144,7 +144,7 @@ class CharacterView {
       this.renderer.renderLive(now);
       this._lastDraw = now;
       this.dirty = false;
-      document.body.dataset.character = 'webgl'; // drawn at least once
+      if (document.body.dataset.character !== 'webgl') document.body.dataset.character = 'webgl'; // drawn once: no style change per frame
     }
     if (active || this.dirty) {
       this._nextFrame();
