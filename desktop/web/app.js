@@ -16,6 +16,10 @@ const ASSETS = { atlasUrl: `${ATLAS}atlas.png`, manifestUrl: `${ATLAS}manifest.j
 // per frame a second), so there the character stands still between blinks: a breath drawn at two frames
 // a second cost 6 % of a core, more than the rest of the page (measured under Xvfb on 2 cores).
 const ACTIVE_FRAME_MS = 1000 / 30;
+// A change (the first frame, a new size, an outfit) is drawn again this much later: WebKitGTK drawing in
+// software showed the page's first WebGL frame only with the next one (measured: the character on screen
+// 3 s late, at the first blink, once idle frames were gone).
+const SETTLE_MS = 250;
 // The engine sends the mouth's level every 20 ms while Stella speaks; a late one keeps it open meanwhile.
 const MOUTH_HOLD_MS = 80;
 const SOFTWARE_GL = /llvmpipe|softpipe|swiftshader|software/i;
@@ -58,6 +62,7 @@ class CharacterView {
     this.idleFrameMs = ACTIVE_FRAME_MS;
     this.dirty = true;
     this._lastDraw = -1e9;
+    this._settleAt = Infinity; // a change drawn: when to draw it once more
     this._frameUrl = null;
     this._timer = 0; // idle: the timer that wakes the loop for the next frame
     this._framePending = false;
@@ -139,10 +144,12 @@ class CharacterView {
     const t = (now - this.renderer.epoch) / 1000;
     const blinking = autoBlink(t) > 0 || autoBlink(t + ACTIVE_FRAME_MS / 1000) > 0;
     const active = mouth > 0 || blinking || now - this.switchedAt < this.renderer.crossfadeMs;
-    if (this.dirty || now - this._lastDraw >= (active ? ACTIVE_FRAME_MS : this.idleFrameMs)) {
+    const settle = now >= this._settleAt;
+    if (this.dirty || settle || now - this._lastDraw >= (active ? ACTIVE_FRAME_MS : this.idleFrameMs)) {
       this.renderer.setMouth(mouth);
       this.renderer.renderLive(now);
       this._lastDraw = now;
+      this._settleAt = this.dirty ? now + SETTLE_MS : Infinity;
       this.dirty = false;
       if (document.body.dataset.character !== 'webgl') document.body.dataset.character = 'webgl'; // drawn once: no style change per frame
     }
@@ -152,7 +159,7 @@ class CharacterView {
     }
     // Idle: sleep until the next idle frame or just before the next blink. A display frame every 16 ms
     // woke the page (and WebKit's compositor) for nothing while the character stood still.
-    const untilFrame = this._lastDraw + this.idleFrameMs - now;
+    const untilFrame = Math.min(this._lastDraw + this.idleFrameMs, this._settleAt) - now;
     const untilBlink = (nextBlink(t) - t) * 1000 - ACTIVE_FRAME_MS;
     const wait = Math.max(0, Math.min(untilFrame, untilBlink));
     this._timer = setTimeout(() => { this._timer = 0; this._nextFrame(); }, wait);
