@@ -167,9 +167,9 @@ def report(runs: dict[str, list[dict[str, float]]], loads: tuple[str, str]) -> s
               "that needs it. The microphone is a null sink with a recorder kept on it, as a real microphone "
               "delivers at once: a null sink nobody records from gives a new recorder its first sound 0-2 s later "
               "(tests/services.py). The idle CPU of the "
-              "window is the character drawn and composited in software (on software GL 2 idle frames a second, "
-              "the page asleep in between; full rate only while blinking, talking or changing outfit; with a GPU, "
-              "30 frames a second at a small cost). The engine's is the "
+              "window is the character drawn and composited in software (on software GL she stands still between "
+              "blinks, the page asleep; full rate only while blinking, talking or changing outfit; with a GPU, "
+              "30 frames a second with the idle breath, at a small cost). The engine's is the "
               "always-on listening. The whole app's RSS counts the pages its processes share (libraries, the "
               "engine's model files) once per process; PSS shares them out.", ""]
     return "\n".join(lines)
