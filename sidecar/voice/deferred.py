@@ -58,6 +58,10 @@ class DeferredVoice(Deferred[Synthesizer]):
     def __call__(self, text: str) -> tuple[np.ndarray, int]:
         return self.get()(text)
 
+    def release(self) -> None:
+        if self.loaded:  # never loaded: nothing to give back
+            self.get().release()
+
 
 class DeferredReadings(Deferred[CT2Transcriber]):
     """The n-best check's CTranslate2 model, loaded when first asked; if it cannot load, the check is

@@ -12,6 +12,7 @@ import io
 import logging
 import shutil
 import subprocess
+import threading
 import time
 import wave
 from pathlib import Path
@@ -33,25 +34,30 @@ class Synthesizer(Protocol):
         """Float32 mono audio of `text` and its sample rate."""
         ...
 
+    def release(self) -> None:
+        """Give back the working memory the last sentences used (the conversation has gone quiet)."""
+        ...
 
-class _ShrinkingSession:
-    """An onnxruntime session whose arena gives back, after each run, what the run grew it by.
 
-    VITS's activations grow with the sentence: the arena keeps the largest ever made (measured:
-    +100 MiB after a six-sentence reply, held for good). Shrunk after each run, and the heap
-    trimmed once the reply is made (`TTS`), piper is back to its loaded size between replies,
-    no slower (the same sentences, three rounds: within the run-to-run spread).
+class _ArenaSession:
+    """An onnxruntime session whose arena can be asked to give back what runs grew it by.
+
+    VITS's activations grow with the sentence, and the arena keeps the largest ever made (measured:
+    +100 MiB after a six-sentence reply, held for good). Shrinking it after every run cost each reply's
+    first clause 27 ms (median, fresh pages to fault in), so it shrinks only when asked, by a run with
+    `shrink` set: `PiperSynth.release`, once the conversation has gone quiet.
     """
 
     def __init__(self, session: Any) -> None:
         import onnxruntime
 
         self.session = session
-        self.options = onnxruntime.RunOptions()
-        self.options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+        self.shrink = False
+        self._options = onnxruntime.RunOptions()
+        self._options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
 
     def run(self, output_names: list[str] | None, input_feed: dict[str, Any]) -> list[Any]:
-        return self.session.run(output_names, input_feed, self.options)
+        return self.session.run(output_names, input_feed, self._options if self.shrink else None)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.session, name)
@@ -75,18 +81,29 @@ class PiperSynth:
         options.enable_mem_pattern = False
         config = json.loads(Path(f"{model_path}.json").read_text(encoding="utf-8"))
         # PiperVoice.load, but with our session options (it gives onnxruntime the defaults)
-        session = onnxruntime.InferenceSession(str(model_path), sess_options=options,
-                                               providers=["CPUExecutionProvider"])
+        self._session = _ArenaSession(onnxruntime.InferenceSession(str(model_path), sess_options=options,
+                                                                   providers=["CPUExecutionProvider"]))
+        self._lock = threading.Lock()  # a release and a sentence never share the session's arena
         self._voice = PiperVoice(config=PiperConfig.from_dict(config), espeak_data_dir=Path(ESPEAK_DATA_DIR),
-                                 session=_ShrinkingSession(session), download_dir=Path.cwd())
+                                 session=self._session, download_dir=Path.cwd())
         self._config = SynthesisConfig(volume=0.8)  # piper peak-normalizes; leave headroom
 
     def __call__(self, text: str) -> tuple[np.ndarray, int]:
-        chunks = list(self._voice.synthesize(text, self._config))
+        with self._lock:
+            chunks = list(self._voice.synthesize(text, self._config))
         rate = self._voice.config.sample_rate
         if not chunks:
             return np.zeros(0, np.float32), rate
         return np.concatenate([c.audio_float_array for c in chunks]).astype(np.float32), rate
+
+    def release(self) -> None:
+        """Shrink the arena to what one short word needs (a run that shrinks it when done)."""
+        with self._lock:
+            self._session.shrink = True
+            try:
+                list(self._voice.synthesize("Hm.", self._config))
+            finally:
+                self._session.shrink = False
 
 
 class EspeakSynth:
@@ -105,19 +122,35 @@ class EspeakSynth:
             raw = w.readframes(w.getnframes())
         return np.frombuffer(raw[:len(raw) // 2 * 2], "<i2").astype(np.float32) / 32768.0, rate
 
+    def release(self) -> None:
+        """Nothing to give back: each sentence is its own espeak-ng process."""
+
 
 class TTS(Processor):
-    def __init__(self, primary: Synthesizer, fallback: Synthesizer | None = None) -> None:
+    """Sentences in, their audio out. Once no sentence has come for `release_after_s` after a reply, the
+    synthesizer's working memory goes back to the system (piper: up to 100 MiB after a long reply); within a
+    conversation it is kept, so each reply's first clause costs no page faults."""
+
+    def __init__(self, primary: Synthesizer, fallback: Synthesizer | None = None, *,
+                 release_after_s: float = 15.0) -> None:
         super().__init__()
         self.primary = primary
         self.fallback = fallback
+        self.release_after_s = release_after_s
+        self._release: asyncio.Task[None] | None = None
+
+    async def stop(self) -> None:
+        if self._release is not None:
+            self._release.cancel()
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         if not isinstance(frame, SentenceFrame):
             await self.push(frame, direction)
-            if isinstance(frame, ReplyDoneFrame):  # its sentences are made: what they used goes back
-                await asyncio.to_thread(give_back)
+            if isinstance(frame, ReplyDoneFrame):
+                self._release_later()
             return
+        if self._release is not None:
+            self._release.cancel()
         await self.push(frame, direction)
         began = time.perf_counter()
         engine = self.primary
@@ -133,3 +166,22 @@ class TTS(Processor):
         took = (time.perf_counter() - began) * 1000
         await self.push(SpeechAudioFrame(turn=frame.turn, index=frame.index, text=frame.text, audio=audio,
                                          rate=rate, tts_ms=took, engine=engine.name))
+
+    def _release_later(self) -> None:
+        async def release() -> None:
+            await asyncio.sleep(self.release_after_s)
+            await asyncio.to_thread(self._give_back)
+
+        if self._release is not None:
+            self._release.cancel()
+        self._release = asyncio.create_task(release(), name="tts-release")
+
+    def _give_back(self) -> None:
+        for engine in (self.primary, self.fallback):
+            try:
+                if engine is not None:
+                    engine.release()
+            except Exception as exc:  # noqa: BLE001 - only memory is at stake: the next sentence loads what it needs
+                log.warning("%s could not give its working memory back: %s", engine.name, exc)
+        give_back()
+        log.info("the voice's working memory given back (the conversation went quiet)")

@@ -15,8 +15,10 @@ the voice on. Prints the figures and writes them as a markdown section to ``test
 - memory after that turn: resident set (VmRSS) of the shell (Python + the toolkit + the web view's UI
   side), of the web view's helper processes (WebKitWebProcess / WebKitNetworkProcess, or QtWebEngine's
   renderer and zygotes), and of the engine; the whole app is their sum (shared pages counted in each);
-- idle CPU: each part over 5 s of doing nothing (the character breathes and blinks, the engine
-  listens).
+- idle CPU: each part over 5 s of doing nothing (the character blinks, and breathes with a GPU; the
+  engine listens);
+- memory once quiet: the whole app's PSS 20 s after the turn, when the voice has given back the working
+  memory of the reply.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ PARTS = ("shell", "webview", "engine")
 WEBVIEWS = {"gtk": "WebKitGTK", "qt": "Qt WebEngine"}
 HELPERS = (b"QtWebEngineProcess", b"WebKitWebProcess", b"WebKitNetworkProcess", b"WebKitGPUProcess")
 MESSAGE = "Hello Stella! What do you like to do?"
+QUIET_S = 20.0  # after the turn: the voice gives its working memory back 15 s after a reply (sidecar/voice/tts.py)
 LISTENING = ("document.getElementById('wake').dataset.voice === 'ready'"
              " && document.getElementById('link').dataset.transport === 'websocket'")
 WATCH_TURN = """(() => {
@@ -97,6 +100,7 @@ def one_run(display: str, server: str, store: Path, env: dict[str, str], webview
         sent = page.eval("performance.now()")
         screen.xdotool(display, "key", "Return")
         turn = page.wait("window.turn.done && window.turn", 90)
+        turn_over = time.monotonic()
         res["first_words"] = (turn["words"] - sent) / 1000
         res["voice_starts"] = (turn["voice"] - sent) / 1000
         res["turn_done"] = (turn["done"] - sent) / 1000
@@ -112,6 +116,8 @@ def one_run(display: str, server: str, store: Path, env: dict[str, str], webview
         seconds = time.monotonic() - t
         for part, pids in parts.items():
             res[f"cpu_{part}"] = (cpu_seconds(pids) - before[part]) / seconds * 100
+        time.sleep(max(0.0, turn_over + QUIET_S - time.monotonic()))
+        res["pss_quiet"] = pss_kib(family) / 1024
         window.close_and_check_nothing_is_left()
         return res
     finally:
@@ -131,6 +137,7 @@ ROWS = [
     ("rss_engine", "memory after one turn: engine (voice models, link, store)", "MiB"),
     ("rss_total", "memory after one turn: whole app", "MiB"),
     ("pss_total", "memory after one turn: whole app, shared pages counted once (PSS)", "MiB"),
+    ("pss_quiet", "memory once the conversation has gone quiet (20 s after the turn): whole app, PSS", "MiB"),
     ("cpu_shell", "idle CPU: shell (toolkit, compositing the window) (% of a core)", "%"),
     ("cpu_webview", "idle CPU: the web view's helper processes (the page, its WebGL2 character) (% of a core)", "%"),
     ("cpu_engine", "idle CPU: engine, listening (microphone, VAD) (% of a core)", "%"),

@@ -9,7 +9,7 @@ import pytest
 
 from remote_api.shared.models.provision import Models
 from sidecar.config import VoiceConfig
-from sidecar.frames import EndFrame, SentenceFrame, SpeechAudioFrame
+from sidecar.frames import EndFrame, ReplyDoneFrame, SentenceFrame, SpeechAudioFrame
 from sidecar.voice.audio import RATE, resample
 from sidecar.voice.tts import TTS, EspeakSynth, PiperSynth
 from sidecar.voice_loop import load_voices
@@ -25,6 +25,24 @@ class Broken:
 
     def __call__(self, text: str) -> tuple[np.ndarray, int]:
         raise RuntimeError("the voice model crashed")
+
+    def release(self) -> None:
+        raise RuntimeError("the voice model crashed")
+
+
+class Counting:
+    """A voice that says silence and counts how often it was asked to give its memory back."""
+
+    name = "counting"
+
+    def __init__(self) -> None:
+        self.released = 0
+
+    def __call__(self, text: str) -> tuple[np.ndarray, int]:
+        return np.zeros(2205, np.float32), 22050
+
+    def release(self) -> None:
+        self.released += 1
 
 
 def spoken(engines, frame: SpeechAudioFrame) -> str:
@@ -65,3 +83,25 @@ def test_piper_runs_on_the_threads_the_settings_give_it(engines):
 def test_a_negative_thread_count_is_a_clear_error():
     with pytest.raises(ValueError, match=r"'tts_threads' must be 0 \(one per core\) or more, got -1"):
         VoiceConfig(tts_threads=-1)
+
+
+def test_the_voice_gives_its_memory_back_once_the_conversation_goes_quiet_not_between_turns():
+    voice, broken = Counting(), Broken()
+    reply = [SentenceFrame(turn=1, index=0, text=TEXT), ReplyDoneFrame(turn=1, reason="stop", text=TEXT)]
+    next_turn = [SentenceFrame(turn=2, index=0, text=TEXT), ReplyDoneFrame(turn=2, reason="stop", text=TEXT)]
+    # the next reply comes within the quiet spell: nothing given back in between, once after the last
+    run([*reply, 0.1, *next_turn, 0.6, EndFrame()], [TTS(voice, broken, release_after_s=0.3)])
+    assert voice.released == 1, "released between the turns of one conversation, or never after"
+    # a fallback that fails to give back costs nothing but a log line
+    assert len([f for f in run([*reply, 0.6, EndFrame()], [TTS(voice, broken, release_after_s=0.3)])
+                if isinstance(f, SpeechAudioFrame)]) == 1
+    assert voice.released == 2
+
+
+def test_piper_given_back_still_speaks(engines):
+    """After a release the arena is small again; the next sentence builds what it needs."""
+    voice = engines.voice
+    voice("I like reading, walking in the park and trying new recipes when I have a free evening.")
+    voice.release()
+    audio, rate = voice(TEXT)
+    assert heard_fraction(TEXT, engines.transcriber(resample(audio, rate, RATE))) >= 0.8
