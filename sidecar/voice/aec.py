@@ -69,13 +69,7 @@ class Reference:
     restarted) re-anchors at once, and an offset of `late_s` that each of `settle` blocks in a
     row shows (an underrun: the output stalled, and all that follows plays that much later;
     seen under load: tens to hundreds of ms) moves the count by it.
-
-    Between replies the output plays silence 50 times a second: once the resampler has taken in
-    `QUIET_BLOCKS` of it (its history is all zeros), a silent block only moves the count, by exactly
-    what the resampler would have given for it, and nothing is written (unwritten samples read as zeros).
     """
-
-    QUIET_BLOCKS = 10
 
     def __init__(self, seconds: float = 4.0, jump_s: float = 0.25, late_s: float = 0.03, settle: int = 5) -> None:
         self.capacity = int(seconds * RATE)
@@ -89,7 +83,6 @@ class Reference:
         self.jump_s = jump_s
         self.late_s = late_s  # every one of the last `settle` blocks this much off: the output stalled
         self._off: collections.deque[float] = collections.deque(maxlen=settle)
-        self._quiet = 0  # silent blocks in a row the resampler has taken in
 
     def add(self, t: float, block: np.ndarray, rate: int) -> None:
         """A played block: `block` (float32 at `rate`) is heard from timeline time `t` on."""
@@ -108,11 +101,6 @@ class Reference:
                 self._next += moved
                 self._off.clear()
         self._next += len(block) / rate
-        silent = not block.any()
-        if silent and self._quiet >= self.QUIET_BLOCKS and len(block) * RATE % rate == 0:
-            self._index += len(block) * RATE // rate  # what the resampler would give: zeros
-            return
-        self._quiet = self._quiet + 1 if silent else 0
         audio = block if self._converter is None else self._converter.resample_chunk(block.astype(np.float32))
         self.write(self._index, audio)
         self._index += len(audio)
@@ -122,8 +110,8 @@ class Reference:
         start = max(start, start + len(audio) - self.capacity)
         if start > self._end:  # nothing played in between: silence
             self._clear(self._end, min(start, self._end + self.capacity))
-        for part, at in self._parts(start, start + len(audio)):
-            self._buf[part] = audio[at:at + part.stop - part.start]
+        idx = np.arange(start, start + len(audio)) % self.capacity
+        self._buf[idx] = audio
         self._end = max(self._end, start + len(audio))
         loud = np.flatnonzero(audio)
         if len(loud):
@@ -138,24 +126,12 @@ class Reference:
         """Samples [start, start + n); zeros outside what is kept."""
         out = np.zeros(n, np.float32)
         lo, hi = max(start, self._end - self.capacity, 0), min(start + n, self._end)
-        for part, at in self._parts(lo, hi):
-            out[lo - start + at:lo - start + at + part.stop - part.start] = self._buf[part]
+        if hi > lo:
+            out[lo - start:hi - start] = self._buf[np.arange(lo, hi) % self.capacity]
         return out
 
     def _clear(self, lo: int, hi: int) -> None:
-        for part, _ in self._parts(lo, hi):
-            self._buf[part] = 0.0
-
-    def _parts(self, lo: int, hi: int) -> list[tuple[slice, int]]:
-        """Samples [lo, hi) (at most `capacity`) in the ring: one or two (slice, offset from lo) where it wraps."""
-        if hi <= lo:
-            return []
-        first = lo % self.capacity
-        n = min(hi - lo, self.capacity - first)
-        parts = [(slice(first, first + n), 0)]
-        if n < hi - lo:
-            parts.append((slice(0, hi - lo - n), n))
-        return parts
+        self._buf[np.arange(lo, hi) % self.capacity] = 0.0
 
 
 @dataclass
