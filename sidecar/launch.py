@@ -20,6 +20,7 @@ RESTARTS_ENV = "STELLA_ENGINE_RESTARTS"
 LAST_EXIT_ENV = "STELLA_ENGINE_LAST_EXIT"
 PORT_LINE = "channel_port="  # the engine's first line on stdout: channel_port=<port>
 
+
 class ChannelError(RuntimeError):
     """The channel cannot start (no secret, port taken and no other free)."""
 
