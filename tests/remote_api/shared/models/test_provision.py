@@ -21,6 +21,8 @@ from remote_api.shared.models.provision import Models
 ROOT = Path(__file__).resolve().parents[4]
 PAYLOAD = os.urandom(3 * 1024 * 1024 + 123)
 SHA = "sha256:" + hashlib.sha256(PAYLOAD).hexdigest()
+# PAYLOAD with its first byte changed: random, so a fixed byte would equal it once in 256 runs.
+FLIPPED = bytes([PAYLOAD[0] ^ 0xFF]) + PAYLOAD[1:]
 
 
 class _Server(http.server.ThreadingHTTPServer):
@@ -157,7 +159,7 @@ def test_a_bad_model_file_names_the_file_and_the_fix(server, tmp_path, damage):
         path.write_bytes(PAYLOAD[:1000])
         problem = "truncated or wrong size"
     else:
-        path.write_bytes(b"X" + PAYLOAD[1:])
+        path.write_bytes(FLIPPED)
         problem = "checksum mismatch"
     with pytest.raises(ModelError) as err:
         models.verify(spec)
@@ -170,7 +172,7 @@ def test_a_tampered_file_is_caught_even_with_a_stamp(server, tmp_path):
     models = Models(tmp_path)
     spec = _spec_served_by(server)
     path = models.install(spec, progress=False) / "model.bin"
-    path.write_bytes(b"X" + PAYLOAD[1:])  # same size, new mtime: the stamp no longer matches
+    path.write_bytes(FLIPPED)  # same size, new mtime: the stamp no longer matches
     with pytest.raises(ModelError, match="checksum mismatch"):
         models.verify(spec, quick=True)
 
