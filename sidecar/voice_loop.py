@@ -28,7 +28,7 @@ from sidecar.outfit_catalogue import Outfit, load_catalogue
 from sidecar.outfit_tags import OutfitTags
 from sidecar.pipeline import Observer, Pipeline, Processor, Source, VoiceError
 from sidecar.reply import ChatLink, Reply
-from sidecar.voice.aec import EchoCancel, PlayedLog, Reference
+from sidecar.voice.aec import EchoCancel, EchoCanceller, PlayedLog
 from sidecar.voice.asr import ASR, Transcriber, Transcribes
 from sidecar.voice.asr_ct2 import CT2Transcriber
 from sidecar.voice.bargein import BargeIn
@@ -148,11 +148,14 @@ def load_voices(config: VoiceConfig, models: Models, defer: bool = False) -> tup
         return espeak, None
 
 
-def echo_guard(config: VoiceConfig, played: Reference | None = None) -> EchoGuard:
+def echo_guard(config: VoiceConfig, canceller: EchoCanceller | None = None) -> EchoGuard:
+    """The guard, reading the canceller's record of what played and its measured delay if there is one."""
     return EchoGuard(threshold=config.vad_threshold, margin_db=config.echo_margin_db,
                      max_delay_s=config.echo_delay_ms / 1000, prior_coupling_db=config.echo_coupling_db,
                      floor_db=config.echo_coupling_floor_db,
-                     windows=config.barge_in_windows, played=played)
+                     windows=config.barge_in_windows,
+                     played=None if canceller is None else canceller.reference,
+                     tracker=None if canceller is None else canceller.tracker)
 
 
 def listening(config: VoiceConfig, loaded: LoadedModels, source: Source, intents: Intents | None = None,
@@ -163,11 +166,11 @@ def listening(config: VoiceConfig, loaded: LoadedModels, source: Source, intents
     wake_word = config.wake_model if acoustic else config.wake_phrase
     prompt = "" if config.wake_engine == "off" else wake_word.replace("_", " ").title() + "."
     processors: list[Processor] = [source]
-    reference = None  # what the output really played, and when: the guard checks it too
+    canceller = None  # what the output really played, when, and how late it comes back: the guard checks it too
     if config.aec and played is not None:
         cancel = EchoCancel(config, played)
         processors.append(cancel)
-        reference = cancel.canceller.reference
+        canceller = cancel.canceller
     if acoustic:
         two_stage = config.wake_engine == "two_stage"
         micro = two_stage and config.wake_trigger == "micro"
@@ -178,7 +181,7 @@ def listening(config: VoiceConfig, loaded: LoadedModels, source: Source, intents
         threshold = config.wake_trigger_threshold if two_stage else config.wake_threshold
         processors.append(AcousticWake(loaded.wake, threshold, candidates=two_stage))
     turn = loaded.turn if config.endpoint == "smart_turn" else None  # None: the fixed hang-over
-    processors.append(Endpointer(config, loaded.vad, echo_guard(config, reference), turn))
+    processors.append(Endpointer(config, loaded.vad, echo_guard(config, canceller), turn))
     if config.barge_in:
         processors.append(BargeIn())
     return processors + [

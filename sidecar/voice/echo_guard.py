@@ -35,7 +35,7 @@ import logging
 import numpy as np
 
 from sidecar.frames import PlaybackLevelsFrame
-from sidecar.voice.aec import Reference
+from sidecar.voice.aec import DelayTracker, Reference
 from sidecar.voice.audio import RATE, level_db
 
 log = logging.getLogger(__name__)
@@ -52,6 +52,9 @@ PROOF_DB = 10.0
 PROOF_WINDOWS = 6
 REST_S = 1.0
 LOCAL_WINDOWS = 16  # ~0.5 s: her echo "just before" an onset, for what the pre-roll keeps
+# The guard looks this much further back than the canceller's measured delay: the path wanders by
+# tens of ms between two measurements, and the room's reverb trails the direct sound.
+DELAY_SLACK_S = 0.06
 
 
 class Ratios:
@@ -79,7 +82,8 @@ class Ratios:
 class EchoGuard:
     def __init__(self, *, threshold: float, margin_db: float, max_delay_s: float, prior_coupling_db: float,
                  windows: int, floor_db: float = -60.0, hop_s: float = 0.02, history: int = 400,
-                 proof_db: float = PROOF_DB, rest_s: float = REST_S, played: Reference | None = None) -> None:
+                 proof_db: float = PROOF_DB, rest_s: float = REST_S, played: Reference | None = None,
+                 tracker: DelayTracker | None = None) -> None:
         self.threshold = threshold
         self.margin_db = margin_db
         self.max_delay_s = max_delay_s
@@ -96,6 +100,7 @@ class EchoGuard:
         self.active = False  # the last window could have had Stella's echo in it
         self.proof_db, self.rest_s = proof_db, rest_s
         self.played = played  # the canceller's record of what the output played, when it played
+        self.tracker = tracker  # the canceller's measure of the speaker -> microphone delay
         self.trusted = False  # the canceller has shown on this reply that it removes her echo
         self._proof: collections.deque[float] = collections.deque(maxlen=PROOF_WINDOWS)  # dB it removed
         self._quiet = 0.0  # seconds since anything played
@@ -178,10 +183,19 @@ class EchoGuard:
         """How loud her echo is before cancellation (the room's coupling as learnt)."""
         return self._raw_ratios.level(self.prior_db)
 
+    @property
+    def reach_s(self) -> float:
+        """How long after it played her voice may still reach the microphone: `max_delay_s`, or
+        longer when the canceller measured a longer path. A loaded sound server's path grew from
+        100 to 280 ms in one reply; looking back only 200 ms, the guard took the end of each of
+        her words for the user, and she interrupted herself."""
+        delay = None if self.tracker is None else self.tracker.delay_s
+        return self.max_delay_s if delay is None else max(self.max_delay_s, delay + DELAY_SLACK_S)
+
     def _echo_reference(self, t: float, duration: float) -> float:
-        """The loudest level played between `max_delay_s` before the window and its end: as
-        playback scheduled it, and as the output really played it (a stalled output plays late)."""
-        first, last = self._hop(t - self.max_delay_s) - 1, self._hop(t + duration) + 1
+        """The loudest level played between `reach_s` before the window and its end: as playback
+        scheduled it, and as the output really played it (a stalled output plays late)."""
+        first, last = self._hop(t - self.reach_s) - 1, self._hop(t + duration) + 1
         scheduled = max((self._energy.get(k, 0.0) for k in range(first, last + 1)), default=0.0)
         hop = round(self.hop_s * RATE)
         if self.played is None or self.played.silent_from(first * hop):

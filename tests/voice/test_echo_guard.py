@@ -10,7 +10,7 @@ import pytest
 
 from sidecar.config import AppConfig
 from sidecar.frames import PlaybackLevelsFrame
-from sidecar.voice.aec import Reference
+from sidecar.voice.aec import DelayTracker, Reference
 from sidecar.voice.audio import RATE
 from sidecar.voice.echo_guard import EchoGuard
 
@@ -159,6 +159,28 @@ def test_her_echo_is_expected_when_the_output_really_played_it_not_only_when_it_
     windows = [3.25 + 0.032 * k for k in range(5)]  # her echo, after the schedule (and its echo delay) ended
     assert [late.gate(echo, t, 0.9) for t in windows] == [0.0] * 5
     assert blind.gate(echo, windows[0], 0.9) == 0.9, "without the record the window is taken for speech"
+
+
+def test_her_echo_is_expected_as_late_as_the_canceller_measured_the_path_not_only_as_configured():
+    """The sound server's path grew to 280 ms (seen under load), past the guard's 200 ms. Once
+    the canceller's tracker has measured it, the end of her words, heard 280 ms late, is hers."""
+    rng = np.random.default_rng(7)
+    voice = rng.normal(0, 0.1, 3 * RATE).astype(np.float32)
+    heard = np.concatenate([np.zeros(round(0.28 * RATE), np.float32), voice])[:len(voice)] * 0.25
+    tracker = DelayTracker()
+    for k in range(0, len(voice), 320):
+        tracker.feed(heard[k:k + 320], voice[k:k + 320])
+    assert tracker.delay_s == pytest.approx(0.28, abs=0.002)
+    measured = EchoGuard(threshold=0.5, margin_db=6.0, max_delay_s=0.2, prior_coupling_db=0.0, windows=2,
+                         tracker=tracker)
+    blind = guard()
+    for g in (measured, blind):
+        g.reference(PlaybackLevelsFrame(start=0.0, hop=0.02, rms=np.full(150, 0.1, np.float32)))  # 0-3 s
+    windows = [3.0 + 0.032 * k for k in range(9)]  # to 3.29 s: her last 0.28 s, arriving now
+    echo = _level(-12)
+    assert [measured.gate(echo, t, 0.9) for t in windows] == [0.0] * 9
+    assert [blind.gate(echo, t, 0.9) for t in windows][-1] == 0.9, "looking back 200 ms: taken for speech"
+    assert measured.gate(echo, 3.45, 0.9) == 0.9, "past the measured path (and its slack) the VAD decides"
 
 
 def test_a_quiet_onset_louder_than_her_echo_just_before_it_is_kept_though_the_coupling_remembers_worse():
