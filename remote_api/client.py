@@ -144,6 +144,11 @@ class Turn:
     def cancel(self) -> None:
         self._client.cancel(self.rid)
 
+    @property
+    def answered(self) -> bool:
+        """The server has begun its reply (so it has read the prompt), read yet or not."""
+        return self.finished or not self._queue.empty()
+
     def _put(self, event: ChatEvent) -> None:
         self._queue.put_nowait(event)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from remote_api.client import Done, Token
 from sidecar.clock import Clock
@@ -11,9 +12,10 @@ from sidecar.pipeline import Direction, Pipeline, Processor, Source
 
 
 class Feed(Source):
-    """Pushes its script: frames, and numbers meaning "wait this many seconds"."""
+    """Pushes its script: frames, numbers meaning "wait this many seconds", and conditions
+    (callables) meaning "wait until it holds" — a premise that must not depend on the machine's speed."""
 
-    def __init__(self, script: list[Frame | float]) -> None:
+    def __init__(self, script: list[Frame | float | Callable[[], bool]]) -> None:
         super().__init__()
         self.script = script
 
@@ -22,6 +24,9 @@ class Feed(Source):
         for step in self.script:
             if isinstance(step, Frame):
                 await self.push(step)
+            elif callable(step):
+                while not step():
+                    await asyncio.sleep(0.005)
             else:
                 await asyncio.sleep(step)
 
