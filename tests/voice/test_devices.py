@@ -13,12 +13,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from sidecar.voice.audio import RATE, resample
+from sidecar.voice_loop import LoadedModels
 from tests.sound import PULSE_RATE, Recorder, play
 
 from .conftest import ROOT
@@ -48,6 +50,20 @@ def wait_for_event(log: Path, kind: str, proc: subprocess.Popen, timeout: float)
     raise AssertionError(f"no {kind} event within {timeout} s")
 
 
+def clear_rendering(engines: LoadedModels, render: Callable[[], np.ndarray], text: str) -> np.ndarray:
+    """A rendering of `text` the app's whisper (prompted as the app prompts it) hears from the file
+    alone, at every phase of the capture block: what the devices then lose is theirs. Piper's
+    renderings vary (its noise), and whisper tiny.en hears "Hey Jarvis. How are you today?" as
+    "Hey Jarvis. Are you today?" in 6 of 80 renderings and phases — its accuracy, which the
+    benches measure, not the devices' (a clean CI run failed so)."""
+    for _ in range(5):
+        wav = render()
+        if all(heard_fraction(text, engines.transcriber(wav[phase:], prompt="Hey Jarvis.")) >= 0.8
+               for phase in range(0, 320, 80)):
+            return wav
+    raise AssertionError(f"whisper mishears five renderings of {text!r} from the file alone")
+
+
 def sidecar(env: dict[str, str], log: Path, *args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "sidecar", "run", "--events", str(log), *args], cwd=ROOT,
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -69,7 +85,8 @@ def test_a_spoken_question_is_answered_through_real_devices(pulseaudio, env, gat
         # a question she answers in a sentence: whisper tiny, the judge of what the speaker said,
         # hears piper's lone "Paris." as "Harris." or "Aris." in 3 of 12 clean renderings
         question = "How are you today?"
-        wav = concat(silence(0.5), piper("Hey Jarvis."), silence(0.2), piper(question), silence(0.5))
+        wav = clear_rendering(engines, lambda: concat(silence(0.5), piper("Hey Jarvis."), silence(0.2),
+                                                      piper(question), silence(0.5)), question)
         play(env, pulseaudio.mic, wav, timeout=30)
         wait_for_event(log, "turn", proc, 90)
         wait_for_event(log, "turn_end", proc, 90)  # her whole reply played (an interrupt stops it mid-word)
