@@ -14,6 +14,7 @@ import asyncio
 import collections
 import contextlib
 import logging
+import re
 import wave
 from dataclasses import dataclass
 from pathlib import Path
@@ -211,7 +212,7 @@ Output = FileOutput | DeviceOutput
 
 
 @dataclass
-class _Played:
+class PlayedSentence:
     """A sentence in the buffer: its words and when they are heard."""
 
     text: str
@@ -219,13 +220,15 @@ class _Played:
     duration: float
 
     def heard_by(self, t: float) -> str:
-        """The words heard by `t` (a partly played sentence: its share of the words)."""
+        """The words heard in full by `t`. Speech takes time by its letters more than by its words
+        ("Yes, Stella." cut at 0.56 of 1.14 s had said "Yes,", not nothing), so a word is heard once
+        the played share of the sentence reaches the share of its letters up to the word's end."""
         if t >= self.start + self.duration:
             return self.text
         if t <= self.start:
             return ""
-        words = self.text.split()
-        return " ".join(words[:int(len(words) * (t - self.start) / self.duration)])
+        played = len(self.text) * (t - self.start) / self.duration
+        return " ".join(m.group() for m in re.finditer(r"\S+", self.text) if m.end() <= played)
 
 
 class Playback(Processor):
@@ -257,7 +260,7 @@ class Playback(Processor):
         self._reply_done: set[int] = set()
         self._spoken: set[int] = set()  # turns that queued audio
         self._starts: dict[int, tuple[int, PlaybackStartFrame]] = {}  # turn -> its first sound's ring position
-        self._sentences: dict[int, list[_Played]] = {}  # what each turn still in the buffer says, and when
+        self._sentences: dict[int, list[PlayedSentence]] = {}  # what each turn still in the buffer says, and when
         self._watch: asyncio.Task[None] | None = None
         self._queued = asyncio.Event()  # a sentence was queued: wakes the idle watcher
 
@@ -343,7 +346,7 @@ class Playback(Processor):
             self._due.append(BotSpeakingFrame(turn=frame.turn, speaking=True, t=starts))
         self._due.append(AudioOutFrame(turn=frame.turn, index=frame.index, duration=round(len(audio) / rate, 3),
                                        t=starts))
-        self._sentences.setdefault(frame.turn, []).append(_Played(frame.text, starts, len(audio) / rate))
+        self._sentences.setdefault(frame.turn, []).append(PlayedSentence(frame.text, starts, len(audio) / rate))
         self._mouth.extend(MouthFrame(level=round(float(level), 3), t=starts + k * HOP_S)
                            for k, level in enumerate(mouth_levels(sound, rate)))
         await self.push(PlaybackLevelsFrame(start=starts, hop=HOP_S, rms=rms_envelope(sound, rate) * self.gain),

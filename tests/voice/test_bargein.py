@@ -20,7 +20,7 @@ import pytest
 
 from sidecar.config import AppConfig, ChatConfig
 from sidecar.conversation import INTERRUPTED, Conversation
-from sidecar.frames import AudioOutFrame, EndFrame, InterruptionFrame, RequestSentFrame
+from sidecar.frames import AudioOutFrame, EndFrame, InterruptionFrame, RequestSentFrame, SpeechAudioFrame
 from sidecar.headless import Options, run, with_wake
 from sidecar.reply import Reply
 from sidecar.voice.audio import RATE
@@ -110,10 +110,17 @@ def session(gateway, llama_server, engines, piper, tmp_path_factory) -> Session:
     marks: dict[str, float] = {}
     mic: list[np.ndarray] = []
 
+    words: dict[int, int] = {}  # turn 1's sentences: index -> words
+
     def observe(processor, frame, direction) -> None:
         source = processor.pipeline.processors[0]
-        if isinstance(frame, AudioOutFrame) and frame.turn == 1 and frame.duration >= 1.0 and "onset" not in marks:
-            marks["onset"] = frame.t + 0.5  # in the middle of a sentence
+        if isinstance(frame, SpeechAudioFrame) and frame.turn == 1:
+            words[frame.index] = len(frame.text.split())
+        elif (isinstance(frame, AudioOutFrame) and frame.turn == 1 and frame.duration >= 1.0
+              and words.get(frame.index, 0) >= 3 and "onset" not in marks):
+            # in the middle of a sentence, with words heard before it and words after (a random
+            # reply's "Yes, Stella." is over a second long)
+            marks["onset"] = frame.t + 0.5
             source.insert(cut_in, marks["onset"])
         elif isinstance(frame, InterruptionFrame) and frame.reason == "barge_in":
             marks.setdefault("barge_in", time.monotonic())

@@ -7,7 +7,7 @@ import pytest
 
 from sidecar.frames import AudioOutFrame, EndFrame, Frame, InterruptionFrame, ReplyDoneFrame, SpeechAudioFrame
 from sidecar.voice.audio import fade_edges, read_wav, resample
-from sidecar.voice.playback import FileOutput, JitterBuffer, Playback
+from sidecar.voice.playback import FileOutput, JitterBuffer, Playback, PlayedSentence
 from sidecar.voice.ring import Ring
 
 from .harness import run
@@ -105,3 +105,12 @@ def test_an_interruption_drops_the_audio_not_yet_heard(tmp_path):
     start = next(f for f in frames if isinstance(f, AudioOutFrame)).t
     heard = np.flatnonzero(np.abs(audio) > 0.01)
     assert heard[-1] / 16000 < start + 0.8, "playback must stop soon after the interruption"
+
+
+@pytest.mark.parametrize("share, heard", [
+    (0.0, ""), (0.3, ""), (0.45, "Yes,"), (0.9, "Yes,"), (1.0, "Yes, Stella."),
+])
+def test_what_was_heard_of_a_cut_sentence_goes_by_its_letters(share, heard):
+    """'Yes, Stella.' cut a little before half its 1.14 s: the user heard 'Yes,' (by word count,
+    half of two words rounded down, the history kept nothing of the reply)."""
+    assert PlayedSentence("Yes, Stella.", 5.0, 1.14).heard_by(5.0 + share * 1.14) == heard
