@@ -37,6 +37,7 @@ from sidecar.frames import (
     ReplyDoneFrame,
     SpeechAudioFrame,
     TurnEndedFrame,
+    UserTurnFrame,
     VolumeFrame,
 )
 from sidecar.pipeline import Direction, Processor, VoiceError
@@ -106,6 +107,11 @@ class JitterBuffer:
         self.ring.discard()
         self._ends = 0.0
 
+    def resume(self, plays_at: float) -> None:
+        """The output starts again after a rest: the next sample plays at `plays_at` (until its
+        first pull says exactly when)."""
+        self._mark = (self.ring.consumed, plays_at)
+
 
 class FileOutput:
     """A WAV file on the session timeline: sample k is t = k / rate, silence where nothing plays."""
@@ -135,6 +141,12 @@ class FileOutput:
         """
         while self._written + len(self._block) <= now * self.rate + 0.5:
             self._pull()
+
+    def rest(self) -> None:
+        """A file is written on without pause: its samples are the session's timeline."""
+
+    def wake(self) -> None:
+        """Always writing."""
 
     async def _write(self, clock: Clock) -> None:
         while True:
@@ -194,6 +206,21 @@ class DeviceOutput:
         self._stream.start()
         log.info("speaking on %r at %d Hz", self.name, self.rate)
 
+    def rest(self) -> None:
+        """Stop the stream while there is nothing to play. Playing silence between replies cost a
+        callback thread, the sound server's mixing, and the echo canceller's resampling of it:
+        a quarter of the engine's idle listening (only silence is queued, so it is dropped)."""
+        if self._stream is not None and self._stream.active:
+            self._stream.abort()
+            log.debug("speaker resting")
+
+    def wake(self) -> None:
+        """Start the stream again (a reply is on its way); a few ms."""
+        if self._stream is not None and not self._stream.active:
+            self.buffer.resume(self._clock.now() + self._fallback_latency)
+            self._stream.start()
+            log.debug("speaker awake")
+
     def _callback(self, outdata: np.ndarray, frames: int, when: Any, status: Any) -> None:
         # PortAudio's thread: copy from the ring, nothing that can block.
         delay = when.outputBufferDacTime - when.currentTime
@@ -244,6 +271,7 @@ class Playback(Processor):
     """
 
     IDLE_WAKE_S = 0.25  # between replies, the watcher's longest sleep
+    REST_AFTER_S = 1.0  # the output rests once it has had nothing to play for this long
 
     def __init__(self, output: Output, pause_ms: int, *, volume_db: float = 0.0, volume_step_db: float = 6.0,
                  played: PlayedLog | None = None) -> None:
@@ -263,6 +291,7 @@ class Playback(Processor):
         self._sentences: dict[int, list[PlayedSentence]] = {}  # what each turn still in the buffer says, and when
         self._watch: asyncio.Task[None] | None = None
         self._queued = asyncio.Event()  # a sentence was queued: wakes the idle watcher
+        self._wanted = 0.0  # when a reply was last on its way: the output stays awake a while after
 
     @property
     def gain(self) -> float:
@@ -286,6 +315,8 @@ class Playback(Processor):
         if isinstance(frame, SpeechAudioFrame):
             await self._queue_sentence(frame)
             return
+        if isinstance(frame, UserTurnFrame):  # her reply is on its way: the output is up before it comes
+            self._awake()
         if isinstance(frame, ReplyDoneFrame):
             self._reply_done.add(frame.turn)
             if frame.turn not in self._spoken:  # nothing was said: the turn is over now
@@ -325,8 +356,13 @@ class Playback(Processor):
             await self.push(TurnEndedFrame(turn=self._speaking_turn), Direction.UP)
             self._speaking_turn = None
 
+    def _awake(self) -> None:
+        self._wanted = self.clock.now()
+        self.output.wake()
+
     async def _queue_sentence(self, frame: SpeechAudioFrame) -> None:
         self._queued.set()
+        self._awake()
         rate = self.output.rate
         audio = fade_edges(resample(frame.audio, frame.rate, rate), rate)
         sound = np.concatenate([audio, np.zeros(rate * self.pause_ms // 1000, np.float32)])
@@ -396,3 +432,5 @@ class Playback(Processor):
                 self._speaking_turn = None
                 for frame in self._ended(turn, ends):
                     await self.push(frame, Direction.UP)
+            if not self._busy() and now >= max(ends, self._wanted) + self.REST_AFTER_S:
+                self.output.rest()

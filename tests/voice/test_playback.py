@@ -5,7 +5,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sidecar.frames import AudioOutFrame, EndFrame, Frame, InterruptionFrame, ReplyDoneFrame, SpeechAudioFrame
+from sidecar.frames import (
+    AudioOutFrame,
+    EndFrame,
+    Frame,
+    InterruptionFrame,
+    ReplyDoneFrame,
+    SpeechAudioFrame,
+    UserTurnFrame,
+)
 from sidecar.voice.audio import fade_edges, read_wav, resample
 from sidecar.voice.playback import FileOutput, JitterBuffer, Playback, PlayedSentence
 from sidecar.voice.ring import Ring
@@ -114,3 +122,45 @@ def test_what_was_heard_of_a_cut_sentence_goes_by_its_letters(share, heard):
     """'Yes, Stella.' cut a little before half its 1.14 s: the user heard 'Yes,' (by word count,
     half of two words rounded down, the history kept nothing of the reply)."""
     assert PlayedSentence("Yes, Stella.", 5.0, 1.14).heard_by(5.0 + share * 1.14) == heard
+
+
+class Resting(FileOutput):
+    """A file output that notes when playback lets it rest and wakes it (a device's stream stops
+    and starts then)."""
+
+    def __init__(self, path, rate: int) -> None:  # noqa: ANN001
+        super().__init__(path, rate)
+        self.changes: list[tuple[str, float]] = []
+        self._clock = None
+
+    async def open(self, clock) -> None:  # noqa: ANN001
+        self._clock = clock
+        await super().open(clock)
+
+    def rest(self) -> None:
+        if not self.changes or self.changes[-1][0] != "rest":
+            self.changes.append(("rest", self._clock.now()))
+
+    def wake(self) -> None:
+        if self.changes and self.changes[-1][0] == "rest":
+            self.changes.append(("wake", self._clock.now()))
+
+
+def test_the_output_rests_between_replies_and_is_up_again_as_soon_as_a_turn_is_taken(tmp_path):
+    output = Resting(tmp_path / "out.wav", 16000)
+    turn = UserTurnFrame(turn=2, text="And then?", source="voice")
+    frames = run([0.1, sentence(0, 440), ReplyDoneFrame(turn=1, reason="stop", text=""), 2.5, turn, 0.05,
+                  EndFrame()], [Playback(output, pause_ms=100)])
+    said = next(f for f in frames if isinstance(f, AudioOutFrame))
+    heard_out = said.t + said.duration
+    assert [what for what, _ in output.changes] == ["rest", "wake"]
+    (_, rested), (_, woken) = output.changes
+    assert rested >= heard_out + Playback.REST_AFTER_S, "not while her words may still be playing"
+    assert woken >= rested and any(f is turn for f in frames), "woken by the turn, before any reply to it"
+
+
+def test_after_a_rest_queued_audio_is_heard_from_when_the_output_starts_again():
+    buf = JitterBuffer(rate=1000)
+    buf.pull(np.zeros(20, np.float32), plays_at=1.00)
+    buf.resume(5.0)  # stopped at 1.02, started again: its first sample plays at 5.0
+    assert buf.queue(np.ones(10, np.float32)) == pytest.approx(5.0)
