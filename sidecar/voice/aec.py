@@ -157,8 +157,9 @@ class DelayTracker:
         self.clarity = clarity
         self.agree = int(agree_s * RATE)
         self.floor = floor
+        self.reach = self.window + self.max_lag  # reference samples a measurement looks back over
         self._mic = np.zeros(self.window, np.float32)
-        self._ref = np.zeros(self.window + self.max_lag, np.float32)
+        self._ref = np.zeros(self.reach, np.float32)
         self._since = 0
         self._last: int | None = None  # the previous clear lag
         self.delay_s: float | None = None
@@ -174,6 +175,15 @@ class DelayTracker:
             self._since = 0
             self._measure()
         return self.delay_s
+
+    def skip(self, n: int) -> None:
+        """`n` samples went by unfed while nothing played: the measurements keep their rhythm, and
+        what the microphone heard meanwhile counts as silence (it correlates with nothing played;
+        kept stale, it would blur the next measurement)."""
+        self._mic[:] = 0.0
+        self._since += n
+        if self._since >= self.hop:
+            self._since = 0
 
     def _measure(self) -> None:
         ref = self._ref
@@ -285,6 +295,11 @@ class EchoCanceller:
         self._mic = np.concatenate([self._mic, pcm])
         while len(self._mic) >= self.frame:
             mic = self._mic[:self.frame]
+            if self._resting():
+                self._out.append(mic.copy())
+                self._mic, self._start = self._mic[self.frame:], self._start + self.frame
+                self.tracker.skip(self.frame)
+                continue
             ref = self.reference.read(self._start, self.frame)
             delay = self.tracker.feed(to_float(mic), ref)
             if delay is not None and not self.lead // 4 <= round(delay * RATE) - self.shift <= 2 * self.lead:
@@ -306,6 +321,12 @@ class EchoCanceller:
             done = np.concatenate([np.zeros(len(pcm) - len(done), np.int16), done])
         self._out = [done[len(pcm):]] if len(done) > len(pcm) else []
         return done[:len(pcm)]
+
+    def _resting(self) -> bool:
+        """Nothing has played within the tracker's reach (so within the filter's, which is shorter):
+        no echo to measure or take out, and the tracker's reference holds only silence: it is not
+        fed meanwhile (a quarter of the idle microphone path)."""
+        return self._quiet > self.filter.frames and self.reference.silent_from(self._start - self.tracker.reach)
 
 
 class EchoCancel(Processor):

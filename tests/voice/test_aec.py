@@ -325,3 +325,26 @@ def test_the_timeline_follows_a_microphone_whose_clock_drifts_from_the_computers
         if k > 1000:
             worst = max(worst, abs(now - sample_t - 0.005))
     assert worst < 0.013, f"the timeline drifted {worst * 1000:.0f} ms from the microphone's samples"
+
+
+def test_a_long_silence_rests_the_tracker_and_her_next_words_find_a_path_that_moved_meanwhile():
+    """Between replies nothing is measured (the idle microphone path's biggest cost); the path
+    the sound server took meanwhile is found from her next words."""
+    first, second = talk(4.0, seed=12), talk(4.0, seed=13)
+    gap = np.zeros(4 * RATE, np.float32)
+    ref = np.concatenate([first, gap, second])
+    echo = np.concatenate([through(room_impulse(60, -6, 150), first), gap, through(room_impulse(200, -6, 150), second)])
+    canceller = EchoCanceller(filter_ms=200, max_delay_ms=500, frame=BLOCK)
+    fed = []
+    feed = canceller.tracker.feed
+    canceller.tracker.feed = lambda mic, r: fed.append(len(mic)) or feed(mic, r)
+    pcm = to_int16(echo)
+    out = []
+    for k in range(0, len(pcm) - BLOCK + 1, BLOCK):
+        canceller.reference.add(k / RATE, ref[k:k + BLOCK], RATE)
+        out.append(canceller.process(k, pcm[k:k + BLOCK]))
+    resting = len(gap) - canceller.tracker.reach - round(0.2 * RATE)  # the gap, less the reach and the filter
+    assert sum(fed) <= len(pcm) - resting, "the tracker was fed through the silence"
+    assert canceller.tracker.delay_s == pytest.approx(0.200, abs=0.002)
+    tail = slice(len(pcm) - 2 * RATE, len(pcm) - BLOCK)
+    assert db(echo[tail]) - db(to_float(np.concatenate(out))[tail]) >= 15
