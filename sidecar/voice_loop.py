@@ -12,6 +12,7 @@ several pipelines in a row.
 
 from __future__ import annotations
 
+import concurrent.futures
 import importlib.util
 import logging
 from collections.abc import Iterable
@@ -64,16 +65,10 @@ class LoadedModels:
         """Every model the loop uses; with `defer_voice` piper loads later (`DeferredVoice.warm`, or the
         first reply), so listening starts sooner."""
         models = models or Models()
-        transcriber: Transcribes | None = None
-        if config.asr_engine == "ctranslate2":
-            try:
-                transcriber = CT2Transcriber(models.path(config.ct2_model), config.whisper_threads,
-                                              min_window_s=config.ct2_window_s)
-            except (ModelError, ImportError, OSError) as exc:
-                log.warning("CTranslate2 ASR unavailable (%s); using whisper.cpp — `stella models install %s` "
-                            "brings the faster engine back", exc, config.ct2_model)
-        if transcriber is None:
-            transcriber = Transcriber(models.path(config.asr_model), config.whisper_threads)
+        with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="stella-load") as pool:
+            vad = pool.submit(SileroVad)  # beside whisper's load (both mostly outside the GIL): sooner listening
+            transcriber = cls._transcriber(config, models)
+            vad_model = vad.result()
         wake: WakeModel | MicroWakeModel | None = None
         if config.wake_engine == "two_stage" and config.wake_trigger == "micro":
             wake = MicroWakeModel(config.wake_model)
@@ -88,9 +83,21 @@ class LoadedModels:
                 log.warning("turn model unavailable (%s); ending turns after %d ms of silence — `stella models "
                             "install smart-turn` brings it back", exc, config.hangover_ms)
         hypotheses = name_hypotheses(config, models, transcriber)
-        loaded = cls(transcriber, SileroVad(), wake, voice, fallback, turn, hypotheses)
+        loaded = cls(transcriber, vad_model, wake, voice, fallback, turn, hypotheses)
         give_back()  # what the loads freed
         return loaded
+
+    @staticmethod
+    def _transcriber(config: VoiceConfig, models: Models) -> Transcribes:
+        """Whisper on the configured engine (whisper.cpp if CTranslate2 cannot load)."""
+        if config.asr_engine == "ctranslate2":
+            try:
+                return CT2Transcriber(models.path(config.ct2_model), config.whisper_threads,
+                                      min_window_s=config.ct2_window_s)
+            except (ModelError, ImportError, OSError) as exc:
+                log.warning("CTranslate2 ASR unavailable (%s); using whisper.cpp — `stella models install %s` "
+                            "brings the faster engine back", exc, config.ct2_model)
+        return Transcriber(models.path(config.asr_model), config.whisper_threads)
 
 
 def name_hypotheses(config: VoiceConfig, models: Models, transcriber: Transcribes | None = None
