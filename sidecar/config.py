@@ -128,7 +128,8 @@ class VoiceConfig:
     # Barge-in: speech over Stella's voice interrupts her. The echo guard takes speech for the
     # user's only if it is `echo_margin_db` above the echo Stella's own voice can make
     # (learnt; `echo_coupling_db` until then) for `barge_in_windows` 32 ms windows in a row;
-    # `echo_delay_ms` is the longest speaker -> microphone delay it allows for.
+    # `echo_delay_ms` is the speaker -> microphone delay it allows for at least (longer when the
+    # echo canceller has measured a longer path).
     barge_in: bool = True
     echo_margin_db: float = 6.0
     echo_coupling_db: float = 0.0
