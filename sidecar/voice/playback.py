@@ -200,8 +200,7 @@ class DeviceOutput:
             self._stream = sd.OutputStream(device=index, samplerate=self.rate, channels=1, dtype="float32",
                                            blocksize=self.rate * self.block_ms // 1000, callback=self._callback)
         except sd.PortAudioError as exc:
-            raise VoiceError(f"cannot open the speaker {self.name!r} at {self.rate} Hz: {exc}. Choose another "
-                             "with --output-device (or voice.output_device)") from None
+            raise self._unusable(exc) from None
         self._fallback_latency = float(self._stream.latency)
         self._stream.start()
         log.info("speaking on %r at %d Hz", self.name, self.rate)
@@ -215,11 +214,19 @@ class DeviceOutput:
             log.debug("speaker resting")
 
     def wake(self) -> None:
-        """Start the stream again (a reply is on its way); a few ms."""
+        """Start the stream again (a reply is on its way); a few ms. A speaker gone while it rested
+        (unplugged, taken) is a VoiceError that says what to do, as at open."""
         if self._stream is not None and not self._stream.active:
             self.buffer.resume(self._clock.now() + self._fallback_latency)
-            self._stream.start()
+            try:
+                self._stream.start()
+            except portaudio().PortAudioError as exc:
+                raise self._unusable(exc) from None
             log.debug("speaker awake")
+
+    def _unusable(self, exc: Exception) -> VoiceError:
+        return VoiceError(f"cannot open the speaker {self.name!r} at {self.rate} Hz: {exc}. Choose another "
+                          "with --output-device (or voice.output_device)")
 
     def _callback(self, outdata: np.ndarray, frames: int, when: Any, status: Any) -> None:
         # PortAudio's thread: copy from the ring, nothing that can block.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from sidecar.clock import Clock
 from sidecar.frames import (
     AudioOutFrame,
     EndFrame,
@@ -14,8 +15,10 @@ from sidecar.frames import (
     SpeechAudioFrame,
     UserTurnFrame,
 )
+from sidecar.pipeline import VoiceError
 from sidecar.voice.audio import fade_edges, read_wav, resample
-from sidecar.voice.playback import FileOutput, JitterBuffer, Playback, PlayedSentence
+from sidecar.voice.devices import portaudio
+from sidecar.voice.playback import DeviceOutput, FileOutput, JitterBuffer, Playback, PlayedSentence
 from sidecar.voice.ring import Ring
 
 from .harness import run
@@ -164,3 +167,18 @@ def test_after_a_rest_queued_audio_is_heard_from_when_the_output_starts_again():
     buf.pull(np.zeros(20, np.float32), plays_at=1.00)
     buf.resume(5.0)  # stopped at 1.02, started again: its first sample plays at 5.0
     assert buf.queue(np.ones(10, np.float32)) == pytest.approx(5.0)
+
+
+def test_a_speaker_gone_while_it_rested_says_so_when_the_next_reply_wakes_it():
+    sd = portaudio()
+
+    class Gone:
+        active = False
+
+        def start(self) -> None:
+            raise sd.PortAudioError("Device unavailable")
+
+    output = DeviceOutput("USB speaker", 48000)
+    output._stream, output._clock = Gone(), Clock()
+    with pytest.raises(VoiceError, match=r"cannot open the speaker 'USB speaker'.*--output-device"):
+        output.wake()
