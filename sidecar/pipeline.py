@@ -186,6 +186,10 @@ class Pipeline:
         """Frames waiting in queues, all processors together."""
         return sum(p._queue.qsize() for p in self.processors)
 
+    def under_way(self) -> bool:
+        """Something in progress that a late frame would delay: speech being heard, audio playing."""
+        return any(p.pending() for p in self.processors)
+
     def idle(self, *, besides: Processor | None = None) -> bool:
         """Nothing queued, in hand or pending anywhere (but in `besides`)."""
         return not any(p.busy for p in self.processors if p is not besides)

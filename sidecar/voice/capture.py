@@ -123,6 +123,28 @@ class FileSource(Source):
             n += self.block
 
 
+class WakeUps:
+    """When the microphone's thread wakes the event loop: at every block while something is under way (the
+    user speaking, Stella's voice playing), else every `idle_every` blocks. Each wake-up costs the loop a
+    round of its own (the self-pipe, the event, the ring); while nobody speaks, the blocks wait a little
+    and go down together, and only the start of speech is seen later (its audio is all there, and
+    the end of a turn, barge-in and the echo canceller get every block at once).
+    Measured (2-core VM, idle listening): the engine's event loop 5.3-5.9 -> 3.2 % of a core."""
+
+    def __init__(self, idle_every: int = 3) -> None:
+        self.idle_every = idle_every
+        self.under_way = True  # until the pipeline says otherwise
+        self._waiting = 0  # blocks written since the last wake-up
+
+    def block(self) -> bool:
+        """A block was written (the microphone's thread): wake the loop now?"""
+        self._waiting += 1
+        if self.under_way or self._waiting >= self.idle_every:
+            self._waiting = 0
+            return True
+        return False
+
+
 class DeviceSource(Source):
     """A sounddevice InputStream; its callback only copies into a lock-free ring.
 
@@ -130,9 +152,11 @@ class DeviceSource(Source):
     session with a message naming the device and what to do.
     """
 
-    def __init__(self, device: str, block_ms: int, *, stall_s: float = 2.0, first_block_s: float = 10.0) -> None:
+    def __init__(self, device: str, block_ms: int, *, stall_s: float = 2.0, first_block_s: float = 10.0,
+                 idle_every: int = 3) -> None:
         super().__init__()
         self.device_spec = device
+        self.wake_ups = WakeUps(idle_every)
         self.block = RATE * block_ms // 1000
         self.stall_s = stall_s
         self.first_block_s = first_block_s
@@ -174,7 +198,8 @@ class DeviceSource(Source):
         if status.input_overflow:
             self.overflows += 1
         self._ring.write(indata[:, 0])
-        self._loop.call_soon_threadsafe(self._arrived.set)
+        if self.wake_ups.block():
+            self._loop.call_soon_threadsafe(self._arrived.set)
 
     def _finished(self) -> None:
         if not self._ended:
@@ -218,6 +243,7 @@ class DeviceSource(Source):
                 await self.push(AudioFrame(pcm=pending[:self.block], rate=RATE, t=n / RATE, arrived=arrived))
                 pending = pending[self.block:]
                 n += self.block
+            self.wake_ups.under_way = self.pipeline.under_way()
             if self._ring.dropped + self.overflows > reported:
                 log.warning("microphone audio was lost (%d samples not read in time, %d device overflows)",
                             self._ring.dropped, self.overflows)
