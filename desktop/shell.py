@@ -100,6 +100,11 @@ def _settings(config: Path | None) -> tuple[str, WindowConfig]:
     return app.atlas_dir, app.window
 
 
+# The page is a light UI: JavaScriptCore's JIT compilers would only add their code and profiling data to the
+# web process (measured under Xvfb: 186 -> 180 MiB, and no more idle CPU).
+WEBKIT_PAGE_ENV = {"JSC_useJIT": "0"}
+
+
 def _webengine_env(flags: list[str]) -> None:
     """Set before Qt starts: QtWebEngine reads these once."""
     if flags:
@@ -153,7 +158,7 @@ def run_window(options: WindowOptions) -> int:
             if gui == "qt":
                 _webengine_env(gpu.webengine_flags(renderer.result()))
             elif gui == "gtk":
-                for name, value in gpu.webkit_env(renderer.result()).items():
+                for name, value in {**WEBKIT_PAGE_ENV, **gpu.webkit_env(renderer.result())}.items():
                     os.environ.setdefault(name, value)  # read when WebKitGTK starts its web process
                 _gtk_identity()
             geometry = keeper.geometry.on_screens([(s.x, s.y, s.width, s.height) for s in webview.screens])

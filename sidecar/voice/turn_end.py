@@ -124,6 +124,9 @@ class SmartTurn:
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         options.log_severity_level = 3
+        # No arena: it kept 28 MiB of activations for good after the first asks, and without it a run is no
+        # slower (measured, 20 asks on 2-6 s of audio: median 93-98 ms without, 104-111 ms with)
+        options.enable_cpu_mem_arena = False
         self._session = ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
         self._input = self._session.get_inputs()[0].name
 

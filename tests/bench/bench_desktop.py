@@ -12,12 +12,14 @@ the voice on. Prints the figures and writes them as a markdown section to ``test
 - ready to listen: → the voice loop runs (models loaded, microphone open) and the link is up;
 - one typed turn (xdotool typing, Enter): → the first words on screen, → her voice starts,
   → she has finished speaking;
-- memory after that turn: resident set (VmRSS) of the shell (Python + the toolkit + the web view's UI
+- then one spoken turn ("Hey Stella." and a question played into the microphone sink), so that whisper,
+  the turn model and piper have all run;
+- memory after that spoken turn: resident set (VmRSS) of the shell (Python + the toolkit + the web view's UI
   side), of the web view's helper processes (WebKitWebProcess / WebKitNetworkProcess, or QtWebEngine's
   renderer and zygotes), and of the engine; the whole app is their sum (shared pages counted in each);
 - idle CPU: each part over 5 s of doing nothing (the character blinks, and breathes with a GPU; the
   engine listens);
-- memory once quiet: the whole app's PSS 20 s after the turn, when the voice has given back the working
+- memory once quiet: the whole app's PSS 20 s after the spoken turn, when the voice has given back the working
   memory of the reply.
 """
 
@@ -33,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
@@ -42,12 +46,15 @@ from tests.desktop.app_window import READY, AppWindow, abandon, launch  # noqa: 
 from tests.desktop.gateway import running_gateway  # noqa: E402
 from tests.desktop.polling import wait_for  # noqa: E402
 from tests.desktop.processes import cpu_seconds, descendants, pss_kib, rss_kib  # noqa: E402
+from tests.sound import play  # noqa: E402
+from tests.voice.speech import Piper, concat, silence  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "desktop.md"
 PARTS = ("shell", "webview", "engine")
 WEBVIEWS = {"gtk": "WebKitGTK", "qt": "Qt WebEngine"}
 HELPERS = (b"QtWebEngineProcess", b"WebKitWebProcess", b"WebKitNetworkProcess", b"WebKitGPUProcess")
 MESSAGE = "Hello Stella! What do you like to do?"
+QUESTION = "What kind of books do you like to read?"  # spoken after the wake phrase; no test asks it
 QUIET_S = 20.0  # after the turn: the voice gives its working memory back 15 s after a reply (sidecar/voice/tts.py)
 LISTENING = ("document.getElementById('wake').dataset.voice === 'ready'"
              " && document.getElementById('link').dataset.transport === 'websocket'")
@@ -77,7 +84,9 @@ def kind(pid: int) -> str:
     return "webview" if any(helper in cmd for helper in HELPERS) else "shell"
 
 
-def one_run(display: str, server: str, store: Path, env: dict[str, str], webview: str) -> dict[str, float]:
+def one_run(display: str, server: str, store: Path, env: dict[str, str], webview: str,
+            spoken: tuple[str, np.ndarray]) -> dict[str, float]:
+    """One launch; `spoken` is the microphone sink and what the user says into it for the spoken turn."""
     t0 = time.monotonic()
     proc, socket = launch(display, server, store, env, voice="auto", webview=webview)
     page = None
@@ -100,10 +109,13 @@ def one_run(display: str, server: str, store: Path, env: dict[str, str], webview
         sent = page.eval("performance.now()")
         screen.xdotool(display, "key", "Return")
         turn = page.wait("window.turn.done && window.turn", 90)
-        turn_over = time.monotonic()
         res["first_words"] = (turn["words"] - sent) / 1000
         res["voice_starts"] = (turn["voice"] - sent) / 1000
         res["turn_done"] = (turn["done"] - sent) / 1000
+        page.eval(WATCH_TURN)
+        play(env, *spoken)
+        page.wait("window.turn.done && window.turn", 90)
+        turn_over = time.monotonic()
 
         family = descendants(proc.pid)
         parts = {part: {p for p in family if kind(p) == part} for part in PARTS}
@@ -132,12 +144,12 @@ ROWS = [
     ("first_words", "typed message sent → first words of the reply on screen", "s"),
     ("voice_starts", "typed message sent → her voice starts", "s"),
     ("turn_done", "typed message sent → she has finished speaking", "s"),
-    ("rss_shell", "memory after one turn: shell (Python, the toolkit, the web view's UI side)", "MiB"),
-    ("rss_webview", "memory after one turn: the web view's helper processes", "MiB"),
-    ("rss_engine", "memory after one turn: engine (voice models, link, store)", "MiB"),
-    ("rss_total", "memory after one turn: whole app", "MiB"),
-    ("pss_total", "memory after one turn: whole app, shared pages counted once (PSS)", "MiB"),
-    ("pss_quiet", "memory once the conversation has gone quiet (20 s after the turn): whole app, PSS", "MiB"),
+    ("rss_shell", "memory after a spoken turn: shell (Python, the toolkit, the web view's UI side)", "MiB"),
+    ("rss_webview", "memory after a spoken turn: the web view's helper processes", "MiB"),
+    ("rss_engine", "memory after a spoken turn: engine (voice models, link, store)", "MiB"),
+    ("rss_total", "memory after a spoken turn: whole app", "MiB"),
+    ("pss_total", "memory after a spoken turn: whole app, shared pages counted once (PSS)", "MiB"),
+    ("pss_quiet", "memory once the conversation has gone quiet (20 s after the spoken turn): whole app, PSS", "MiB"),
     ("cpu_shell", "idle CPU: shell (toolkit, compositing the window) (% of a core)", "%"),
     ("cpu_webview", "idle CPU: the web view's helper processes (the page, its WebGL2 character) (% of a core)", "%"),
     ("cpu_engine", "idle CPU: engine, listening (microphone, VAD) (% of a core)", "%"),
@@ -200,11 +212,13 @@ def main() -> int:
         keyring = stack.enter_context(services.SecretService())
         sound = stack.enter_context(services.PulseAudio(mic_awake=True))  # a microphone, not a cold null sink
         env = {**os.environ, **keyring.env, **sound.env, "HOME": os.environ["HOME"], "STELLA_CHAT__TEMPERATURE": "0"}
+        piper = Piper()
+        spoken = (sound.mic, concat(silence(0.4), piper("Hey Stella."), silence(0.3), piper(QUESTION), silence(0.4)))
         started = uptime()
         runs: dict[str, list[dict[str, float]]] = {view: [] for view in WEBVIEWS}
         for i in range(args.runs):
             for view, done in runs.items():
-                done.append(one_run(xvfb.display, gateway.url, tmp / "stella.db", env, view))
+                done.append(one_run(xvfb.display, gateway.url, tmp / "stella.db", env, view, spoken))
                 print(f"run {i + 1} {view}: " + ", ".join(f"{k} {v:.2f}" for k, v in done[-1].items()), flush=True)
         text = report(runs, (started, uptime()))
     print(text)
