@@ -34,8 +34,10 @@ from sidecar.frames import (
     MouthFrame,
     PlaybackLevelsFrame,
     PlaybackStartFrame,
+    PushToTalkFrame,
     ReplyDoneFrame,
     SpeechAudioFrame,
+    SpeechStartedFrame,
     TurnEndedFrame,
     UserTurnFrame,
     VolumeFrame,
@@ -206,16 +208,18 @@ class DeviceOutput:
         log.info("speaking on %r at %d Hz", self.name, self.rate)
 
     def rest(self) -> None:
-        """Stop the stream while there is nothing to play. Playing silence between replies cost a
-        callback thread, the sound server's mixing, and the echo canceller's resampling of it:
-        a quarter of the engine's idle listening (only silence is queued, so it is dropped)."""
+        """Stop the stream once the conversation has gone quiet. Playing silence cost a callback
+        thread, a sound-server client thread and the server's mixing: 1.7 % of a core, a sixth of the
+        app's idle listening (only silence is queued, so it is dropped). Not between replies: a stream
+        started on a sink nobody else plays to took up to 1.9 s to play its first block (a PulseAudio
+        null sink; a real sink is suspended after 5 s idle, and a Bluetooth one takes as long to resume)."""
         if self._stream is not None and self._stream.active:
             self._stream.abort()
             log.debug("speaker resting")
 
     def wake(self) -> None:
-        """Start the stream again (a reply is on its way); a few ms. A speaker gone while it rested
-        (unplugged, taken) is a VoiceError that says what to do, as at open."""
+        """Start the stream again (the user has begun to speak: a reply may follow). A speaker gone while
+        it rested (unplugged, taken) is a VoiceError that says what to do, as at open."""
         if self._stream is not None and not self._stream.active:
             self.buffer.resume(self._clock.now() + self._fallback_latency)
             try:
@@ -278,12 +282,13 @@ class Playback(Processor):
     """
 
     IDLE_WAKE_S = 0.25  # between replies, the watcher's longest sleep
-    REST_AFTER_S = 1.0  # the output rests once it has had nothing to play for this long
-
     def __init__(self, output: Output, pause_ms: int, *, volume_db: float = 0.0, volume_step_db: float = 6.0,
-                 played: PlayedLog | None = None) -> None:
+                 played: PlayedLog | None = None, rest_after_s: float = 15.0) -> None:
+        """`rest_after_s`: the output rests once it has had nothing to play for this long (the conversation
+        has gone quiet, as for the voice's working memory in tts.py); the user speaking or typing wakes it."""
         super().__init__()
         self.output = output
+        self.rest_after_s = rest_after_s
         self.played = played
         self.pause_ms = pause_ms
         self.volume_db = volume_db
@@ -322,8 +327,8 @@ class Playback(Processor):
         if isinstance(frame, SpeechAudioFrame):
             await self._queue_sentence(frame)
             return
-        if isinstance(frame, UserTurnFrame):  # her reply is on its way: the output is up before it comes
-            self._awake()
+        if isinstance(frame, SpeechStartedFrame | PushToTalkFrame | UserTurnFrame):
+            self._awake()  # a reply may be on its way: the output is up long before it comes
         if isinstance(frame, ReplyDoneFrame):
             self._reply_done.add(frame.turn)
             if frame.turn not in self._spoken:  # nothing was said: the turn is over now
@@ -439,5 +444,5 @@ class Playback(Processor):
                 self._speaking_turn = None
                 for frame in self._ended(turn, ends):
                     await self.push(frame, Direction.UP)
-            if not self._busy() and now >= max(ends, self._wanted) + self.REST_AFTER_S:
+            if not self._busy() and now >= max(ends, self._wanted) + self.rest_after_s:
                 self.output.rest()

@@ -17,10 +17,12 @@ the voice on. Prints the figures and writes them as a markdown section to ``test
 - memory after that spoken turn: resident set (VmRSS) of the shell (Python + the toolkit + the web view's UI
   side), of the web view's helper processes (WebKitWebProcess / WebKitNetworkProcess, or QtWebEngine's
   renderer and zygotes), and of the engine; the whole app is their sum (shared pages counted in each);
-- idle CPU: each part over 5 s of doing nothing (the character blinks, and breathes with a GPU; the
-  engine listens);
+- idle CPU between turns: each part over 5 s of doing nothing, 2 s after the turn (the character blinks, and
+  breathes with a GPU; the engine listens; the speaker stays up within a conversation);
 - memory once quiet: the whole app's PSS 20 s after the spoken turn, when the voice has given back the working
-  memory of the reply.
+  memory of the reply;
+- idle CPU once quiet: each part over the next 10 s, the state the app spends its day in (waiting for its name;
+  the speaker rests 15 s after her last word).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ HELPERS = (b"QtWebEngineProcess", b"WebKitWebProcess", b"WebKitNetworkProcess", 
 MESSAGE = "Hello Stella! What do you like to do?"
 QUESTION = "What kind of books do you like to read?"  # spoken after the wake phrase; no test asks it
 QUIET_S = 20.0  # after the turn: the voice gives its working memory back 15 s after a reply (sidecar/voice/tts.py)
+QUIET_CPU_S = 10.0  # idle once quiet, measured this long: a blink every ~4 s, so a few of them
 LISTENING = ("document.getElementById('wake').dataset.voice === 'ready'"
              " && document.getElementById('link').dataset.transport === 'websocket'")
 WATCH_TURN = """(() => {
@@ -130,6 +133,11 @@ def one_run(display: str, server: str, store: Path, env: dict[str, str], webview
             res[f"cpu_{part}"] = (cpu_seconds(pids) - before[part]) / seconds * 100
         time.sleep(max(0.0, turn_over + QUIET_S - time.monotonic()))
         res["pss_quiet"] = pss_kib(family) / 1024
+        before, t = {part: cpu_seconds(pids) for part, pids in parts.items()}, time.monotonic()
+        time.sleep(QUIET_CPU_S)
+        seconds = time.monotonic() - t
+        for part, pids in parts.items():
+            res[f"quiet_cpu_{part}"] = (cpu_seconds(pids) - before[part]) / seconds * 100
         window.close_and_check_nothing_is_left()
         return res
     finally:
@@ -150,10 +158,17 @@ ROWS = [
     ("rss_total", "memory after a spoken turn: whole app", "MiB"),
     ("pss_total", "memory after a spoken turn: whole app, shared pages counted once (PSS)", "MiB"),
     ("pss_quiet", "memory once the conversation has gone quiet (20 s after the spoken turn): whole app, PSS", "MiB"),
-    ("cpu_shell", "idle CPU: shell (toolkit, compositing the window) (% of a core)", "%"),
-    ("cpu_webview", "idle CPU: the web view's helper processes (the page, its WebGL2 character) (% of a core)", "%"),
-    ("cpu_engine", "idle CPU: engine, listening (microphone, VAD) (% of a core)", "%"),
-    ("cpu_total", "idle CPU: whole app (% of a core)", "%"),
+    ("cpu_shell", "idle CPU between turns (2-7 s after): shell (toolkit, compositing the window) (% of a core)", "%"),
+    ("cpu_webview", "idle CPU between turns: the web view's helper processes (the page, its WebGL2 character) "
+                    "(% of a core)", "%"),
+    ("cpu_engine", "idle CPU between turns: engine, listening (microphone, VAD; the speaker still up) (% of a core)",
+     "%"),
+    ("cpu_total", "idle CPU between turns: whole app (% of a core)", "%"),
+    ("quiet_cpu_shell", "idle CPU once quiet (20-30 s after the turn: the app waiting for its name): shell "
+                        "(% of a core)", "%"),
+    ("quiet_cpu_webview", "idle CPU once quiet: the web view's helper processes (% of a core)", "%"),
+    ("quiet_cpu_engine", "idle CPU once quiet: engine, listening (the speaker resting) (% of a core)", "%"),
+    ("quiet_cpu_total", "idle CPU once quiet: whole app (% of a core)", "%"),
 ]
 
 
@@ -161,6 +176,7 @@ def report(runs: dict[str, list[dict[str, float]]], loads: tuple[str, str]) -> s
     for r in (r for by_view in runs.values() for r in by_view):
         r["rss_total"] = sum(r[f"rss_{part}"] for part in PARTS)
         r["cpu_total"] = sum(r[f"cpu_{part}"] for part in PARTS)
+        r["quiet_cpu_total"] = sum(r[f"quiet_cpu_{part}"] for part in PARTS)
     count = len(next(iter(runs.values())))
     lines = [
         "### Desktop app (tests/bench/bench_desktop.py)",

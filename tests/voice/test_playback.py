@@ -13,6 +13,7 @@ from sidecar.frames import (
     InterruptionFrame,
     ReplyDoneFrame,
     SpeechAudioFrame,
+    SpeechStartedFrame,
     UserTurnFrame,
 )
 from sidecar.pipeline import VoiceError
@@ -149,17 +150,25 @@ class Resting(FileOutput):
             self.changes.append(("wake", self._clock.now()))
 
 
-def test_the_output_rests_between_replies_and_is_up_again_as_soon_as_a_turn_is_taken(tmp_path):
+def test_the_output_rests_once_the_conversation_has_gone_quiet_and_is_up_again_when_the_user_speaks(tmp_path):
     output = Resting(tmp_path / "out.wav", 16000)
-    turn = UserTurnFrame(turn=2, text="And then?", source="voice")
-    frames = run([0.1, sentence(0, 440), ReplyDoneFrame(turn=1, reason="stop", text=""), 2.5, turn, 0.05,
-                  EndFrame()], [Playback(output, pause_ms=100)])
+    speaks = SpeechStartedFrame(t=0.0)
+    typed = UserTurnFrame(turn=2, text="And then?", source="text")
+    frames = run([0.1, sentence(0, 440), ReplyDoneFrame(turn=1, reason="stop", text=""), 0.4, typed,
+                  ReplyDoneFrame(turn=2, reason="stop", text=""), 2.0, speaks, 0.05, EndFrame()],
+                 [Playback(output, pause_ms=100, rest_after_s=1.0)])
     said = next(f for f in frames if isinstance(f, AudioOutFrame))
-    heard_out = said.t + said.duration
     assert [what for what, _ in output.changes] == ["rest", "wake"]
     (_, rested), (_, woken) = output.changes
-    assert rested >= heard_out + Playback.REST_AFTER_S, "not while her words may still be playing"
-    assert woken >= rested and any(f is turn for f in frames), "woken by the turn, before any reply to it"
+    assert rested >= max(said.t + said.duration, typed.t) + 1.0, "not between the turns of a conversation"
+    assert woken >= rested and any(f is speaks for f in frames), "woken as the user starts to speak, before any turn"
+
+
+def test_the_output_is_woken_by_a_typed_turn_too(tmp_path):
+    output = Resting(tmp_path / "out.wav", 16000)
+    turn = UserTurnFrame(turn=1, text="Hello?", source="text")
+    run([1.5, turn, 0.05, EndFrame()], [Playback(output, pause_ms=100, rest_after_s=1.0)])
+    assert [what for what, _ in output.changes] == ["rest", "wake"]
 
 
 def test_after_a_rest_queued_audio_is_heard_from_when_the_output_starts_again():
