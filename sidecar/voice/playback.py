@@ -144,8 +144,11 @@ class FileOutput:
         while self._written + len(self._block) <= now * self.rate + 0.5:
             self._pull()
 
-    def rest(self) -> None:
+    def hush(self) -> None:
         """A file is written on without pause: its samples are the session's timeline."""
+
+    def rest(self) -> None:
+        """As `hush`."""
 
     def wake(self) -> None:
         """Always writing."""
@@ -187,6 +190,7 @@ class DeviceOutput:
         self._stream: Any = None
         self._clock: Clock | None = None
         self._fallback_latency = 0.05
+        self._hushed = False
 
     def catch_up(self, now: float) -> None:
         """The device plays on its own clock: nothing to do."""
@@ -207,21 +211,31 @@ class DeviceOutput:
         self._stream.start()
         log.info("speaking on %r at %d Hz", self.name, self.rate)
 
+    def hush(self) -> None:
+        """Nothing to play for a moment: the callback hands the device silence and returns, without
+        pulling or feeding the echo reference (within a conversation the stream stays up)."""
+        if not self._hushed:
+            self._hushed = True
+            log.debug("speaker hushed")
+
     def rest(self) -> None:
         """Stop the stream once the conversation has gone quiet. Playing silence cost a callback
         thread, a sound-server client thread and the server's mixing: 1.7 % of a core, a sixth of the
-        app's idle listening (only silence is queued, so it is dropped). Not between replies: a stream
-        started on a sink nobody else plays to took up to 1.9 s to play its first block (a PulseAudio
-        null sink; a real sink is suspended after 5 s idle, and a Bluetooth one takes as long to resume)."""
+        app's idle listening. Not between replies: a stream started on a sink nobody else plays to took
+        up to 1.9 s to play its first block (a PulseAudio null sink; a real sink is suspended after 5 s
+        idle, and a Bluetooth one takes as long to resume)."""
+        self.hush()
         if self._stream is not None and self._stream.active:
             self._stream.abort()
             log.debug("speaker resting")
 
     def wake(self) -> None:
-        """Start the stream again (the user has begun to speak: a reply may follow). A speaker gone while
-        it rested (unplugged, taken) is a VoiceError that says what to do, as at open."""
+        """A reply may be on its way (the user has begun to speak): pull again, and start the stream if it
+        rested. A speaker gone meanwhile (unplugged, taken) is a VoiceError that says what to do, as at open."""
+        if self._hushed:
+            self.buffer.resume(self._clock.now() + self._fallback_latency)  # until the next pull says exactly
+            self._hushed = False
         if self._stream is not None and not self._stream.active:
-            self.buffer.resume(self._clock.now() + self._fallback_latency)
             try:
                 self._stream.start()
             except portaudio().PortAudioError as exc:
@@ -234,6 +248,9 @@ class DeviceOutput:
 
     def _callback(self, outdata: np.ndarray, frames: int, when: Any, status: Any) -> None:
         # PortAudio's thread: copy from the ring, nothing that can block.
+        if self._hushed:
+            outdata.fill(0)
+            return
         delay = when.outputBufferDacTime - when.currentTime
         if not 0 < delay < 1:
             delay = self._fallback_latency
@@ -282,10 +299,13 @@ class Playback(Processor):
     """
 
     IDLE_WAKE_S = 0.25  # between replies, the watcher's longest sleep
+    HUSH_AFTER_S = 1.0  # nothing played for this long: the output's callback stops pulling
+
     def __init__(self, output: Output, pause_ms: int, *, volume_db: float = 0.0, volume_step_db: float = 6.0,
                  played: PlayedLog | None = None, rest_after_s: float = 15.0) -> None:
         """`rest_after_s`: the output rests once it has had nothing to play for this long (the conversation
-        has gone quiet, as for the voice's working memory in tts.py); the user speaking or typing wakes it."""
+        has gone quiet, as for the voice's working memory in tts.py), and is hushed after `HUSH_AFTER_S`;
+        the user speaking or typing wakes it."""
         super().__init__()
         self.output = output
         self.rest_after_s = rest_after_s
@@ -444,5 +464,10 @@ class Playback(Processor):
                 self._speaking_turn = None
                 for frame in self._ended(turn, ends):
                     await self.push(frame, Direction.UP)
-            if not self._busy() and now >= max(ends, self._wanted) + self.rest_after_s:
+            quiet_s = now - max(ends, self._wanted)
+            if self._busy() or quiet_s < self.HUSH_AFTER_S:
+                continue
+            if quiet_s >= self.rest_after_s:
                 self.output.rest()
+            else:
+                self.output.hush()

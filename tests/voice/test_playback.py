@@ -129,8 +129,8 @@ def test_what_was_heard_of_a_cut_sentence_goes_by_its_letters(share, heard):
 
 
 class Resting(FileOutput):
-    """A file output that notes when playback lets it rest and wakes it (a device's stream stops
-    and starts then)."""
+    """A file output that notes when playback hushes it, lets it rest and wakes it (a device's callback
+    stops pulling, its stream stops, and both start again then)."""
 
     def __init__(self, path, rate: int) -> None:  # noqa: ANN001
         super().__init__(path, rate)
@@ -141,34 +141,42 @@ class Resting(FileOutput):
         self._clock = clock
         await super().open(clock)
 
+    def _note(self, what: str) -> None:
+        if not self.changes or self.changes[-1][0] != what:
+            self.changes.append((what, self._clock.now()))
+
+    def hush(self) -> None:
+        self._note("hush")
+
     def rest(self) -> None:
-        if not self.changes or self.changes[-1][0] != "rest":
-            self.changes.append(("rest", self._clock.now()))
+        self._note("rest")
 
     def wake(self) -> None:
-        if self.changes and self.changes[-1][0] == "rest":
-            self.changes.append(("wake", self._clock.now()))
+        if self.changes and self.changes[-1][0] != "wake":
+            self._note("wake")
 
 
-def test_the_output_rests_once_the_conversation_has_gone_quiet_and_is_up_again_when_the_user_speaks(tmp_path):
+def test_between_turns_the_output_is_hushed_once_quiet_it_rests_and_the_user_speaking_wakes_it(tmp_path):
     output = Resting(tmp_path / "out.wav", 16000)
     speaks = SpeechStartedFrame(t=0.0)
     typed = UserTurnFrame(turn=2, text="And then?", source="text")
     frames = run([0.1, sentence(0, 440), ReplyDoneFrame(turn=1, reason="stop", text=""), 0.4, typed,
-                  ReplyDoneFrame(turn=2, reason="stop", text=""), 2.0, speaks, 0.05, EndFrame()],
-                 [Playback(output, pause_ms=100, rest_after_s=1.0)])
+                  ReplyDoneFrame(turn=2, reason="stop", text=""), 3.0, speaks, 0.05, EndFrame()],
+                 [Playback(output, pause_ms=100, rest_after_s=2.0)])
     said = next(f for f in frames if isinstance(f, AudioOutFrame))
-    assert [what for what, _ in output.changes] == ["rest", "wake"]
-    (_, rested), (_, woken) = output.changes
-    assert rested >= max(said.t + said.duration, typed.t) + 1.0, "not between the turns of a conversation"
+    assert [what for what, _ in output.changes] == ["hush", "rest", "wake"]
+    (_, hushed), (_, rested), (_, woken) = output.changes
+    last = max(said.t + said.duration, typed.t)
+    assert hushed >= last + Playback.HUSH_AFTER_S, "not while her words may still be playing"
+    assert rested >= last + 2.0, "not between the turns of a conversation"
     assert woken >= rested and any(f is speaks for f in frames), "woken as the user starts to speak, before any turn"
 
 
 def test_the_output_is_woken_by_a_typed_turn_too(tmp_path):
     output = Resting(tmp_path / "out.wav", 16000)
     turn = UserTurnFrame(turn=1, text="Hello?", source="text")
-    run([1.5, turn, 0.05, EndFrame()], [Playback(output, pause_ms=100, rest_after_s=1.0)])
-    assert [what for what, _ in output.changes] == ["rest", "wake"]
+    run([1.5, turn, 0.05, EndFrame()], [Playback(output, pause_ms=100, rest_after_s=1.2)])
+    assert [what for what, _ in output.changes] == ["hush", "rest", "wake"]
 
 
 def test_after_a_rest_queued_audio_is_heard_from_when_the_output_starts_again():
@@ -191,3 +199,19 @@ def test_a_speaker_gone_while_it_rested_says_so_when_the_next_reply_wakes_it():
     output._stream, output._clock = Gone(), Clock()
     with pytest.raises(VoiceError, match=r"cannot open the speaker 'USB speaker'.*--output-device"):
         output.wake()
+
+
+def test_a_hushed_speaker_hands_the_device_silence_and_keeps_what_is_queued_for_when_it_wakes():
+    class When:
+        outputBufferDacTime, currentTime = 0.05, 0.0
+
+    output = DeviceOutput("speaker", 1000)
+    output._clock, output.buffer = Clock(), JitterBuffer(1000)
+    output.hush()
+    output.buffer.queue(np.ones(10, np.float32))
+    out = np.full((20, 1), 0.5, np.float32)
+    output._callback(out, 20, When(), None)
+    assert not out.any() and output.buffer.ring.available() == 10, "hushed: silence, nothing taken"
+    output.wake()  # the stream never stopped (none here): only the pulls resume
+    output._callback(out, 20, When(), None)
+    assert out[:10, 0].tolist() == [1.0] * 10 and not out[10:].any()
