@@ -116,6 +116,10 @@ def one_run(display: str, server: str, store: Path, env: dict[str, str], webview
         res["voice_starts"] = (turn["voice"] - sent) / 1000
         res["turn_done"] = (turn["done"] - sent) / 1000
         page.eval(WATCH_TURN)
+        # A pause first, as a user's: right after launch her first reply can still be playing when the page
+        # says it is over (a stream just opened on a null sink plays its first block up to 2 s late, and
+        # the page goes by when it was due), and "Hey Stella" over her voice is taken for her echo.
+        time.sleep(2.0)
         play(env, *spoken)
         page.wait("window.turn.done && window.turn", 90)
         turn_over = time.monotonic()
