@@ -1,4 +1,4 @@
-"""The microphone's wake-ups: every block while something is under way, in threes while nobody speaks."""
+"""The microphone's wake-ups: every block while something is under way, a few at a time while nobody speaks."""
 
 from __future__ import annotations
 
