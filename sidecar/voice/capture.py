@@ -133,7 +133,7 @@ class WakeUps:
     waking at every block, 3.2-3.4 % every third, 2.6-3.1 % every fifth (speech is then seen up to 80 ms
     after it began)."""
 
-    def __init__(self, idle_every: int = 3) -> None:
+    def __init__(self, idle_every: int) -> None:
         self.idle_every = idle_every
         self.under_way = True  # until the pipeline says otherwise
         self._waiting = 0  # blocks written since the last wake-up

@@ -87,6 +87,14 @@ def kind(pid: int) -> str:
     return "webview" if any(helper in cmd for helper in HELPERS) else "shell"
 
 
+def cpu_shares(parts: dict[str, set[int]], seconds: float) -> dict[str, float]:
+    """Each part's CPU over the next `seconds`, in % of a core."""
+    before, t = {part: cpu_seconds(pids) for part, pids in parts.items()}, time.monotonic()
+    time.sleep(seconds)
+    took = time.monotonic() - t
+    return {part: (cpu_seconds(pids) - before[part]) / took * 100 for part, pids in parts.items()}
+
+
 def one_run(display: str, server: str, store: Path, env: dict[str, str], webview: str,
             spoken: tuple[str, np.ndarray]) -> dict[str, float]:
     """One launch; `spoken` is the microphone sink and what the user says into it for the spoken turn."""
@@ -130,18 +138,10 @@ def one_run(display: str, server: str, store: Path, env: dict[str, str], webview
             res[f"rss_{part}"] = rss_kib(pids) / 1024
         res["pss_total"] = pss_kib(family) / 1024
         time.sleep(2)  # let the turn's work settle
-        before, t = {part: cpu_seconds(pids) for part, pids in parts.items()}, time.monotonic()
-        time.sleep(5)
-        seconds = time.monotonic() - t
-        for part, pids in parts.items():
-            res[f"cpu_{part}"] = (cpu_seconds(pids) - before[part]) / seconds * 100
+        res.update({f"cpu_{part}": share for part, share in cpu_shares(parts, 5.0).items()})
         time.sleep(max(0.0, turn_over + QUIET_S - time.monotonic()))
         res["pss_quiet"] = pss_kib(family) / 1024
-        before, t = {part: cpu_seconds(pids) for part, pids in parts.items()}, time.monotonic()
-        time.sleep(QUIET_CPU_S)
-        seconds = time.monotonic() - t
-        for part, pids in parts.items():
-            res[f"quiet_cpu_{part}"] = (cpu_seconds(pids) - before[part]) / seconds * 100
+        res.update({f"quiet_cpu_{part}": share for part, share in cpu_shares(parts, QUIET_CPU_S).items()})
         window.close_and_check_nothing_is_left()
         return res
     finally:
