@@ -26,7 +26,7 @@ from tests.desktop.app_window import stella
 from tests.desktop.gateway import Gateway
 from tests.desktop.polling import wait_for
 from tests.sound import PULSE_RATE, Recorder, play
-from tests.voice.speech import Piper, concat, heard_fraction, silence
+from tests.voice.speech import Piper, concat, hear_her, heard_fraction, silence
 
 pytestmark = [pytest.mark.llama, pytest.mark.keyring, pytest.mark.display, pytest.mark.audio]
 
@@ -94,7 +94,7 @@ def test_a_spoken_question_is_answered_aloud_and_shown_in_the_window(
     audio = resample(recorded, PULSE_RATE, RATE)
     loud = np.flatnonzero(np.abs(audio) > 0.01)
     whisper = Transcriber(Models().path("whisper-tiny.en"), threads=1)
-    heard = whisper(audio[max(0, loud[0] - RATE // 5):loud[-1] + RATE // 5])
+    heard = hear_her(whisper, audio[max(0, loud[0] - RATE // 5):loud[-1] + RATE // 5])
     print(f"Stella wrote {reply!r} and said {heard!r}")
     assert heard_fraction(reply, heard) >= 0.6, (reply, heard)
 

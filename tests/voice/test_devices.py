@@ -24,7 +24,7 @@ from sidecar.voice_loop import LoadedModels
 from tests.sound import PULSE_RATE, Recorder, play
 
 from .conftest import ROOT
-from .speech import concat, heard_fraction, silence
+from .speech import concat, hear_her, heard_fraction, silence
 
 pytestmark = [pytest.mark.audio, pytest.mark.llama]
 
@@ -113,7 +113,7 @@ def test_a_spoken_question_is_answered_through_real_devices(pulseaudio, env, gat
     speech = resample(recorded, PULSE_RATE, RATE)
     loud = np.flatnonzero(np.abs(speech) > 0.01)
     assert len(loud), "nothing came out of the speaker"
-    heard = engines.transcriber(speech[max(0, loud[0] - 3200):loud[-1] + 3200])
+    heard = hear_her(engines.transcriber, speech[max(0, loud[0] - 3200):loud[-1] + 3200])
     assert heard_fraction(said, heard) >= 0.6, (said, heard)
 
 

@@ -21,7 +21,7 @@ from sidecar.headless import Options, run, with_wake
 from sidecar.voice.audio import RATE
 
 from .conftest import ROOT
-from .speech import concat, heard_fraction, load, save, silence
+from .speech import concat, hear_her, heard_fraction, load, save, silence
 
 pytestmark = pytest.mark.llama
 
@@ -48,7 +48,7 @@ def spoken_text(events: list[dict], turn: int = 1) -> str:
 
 
 def heard_in(out: np.ndarray, engines, start: float, end: float) -> str:
-    return engines.transcriber(out[max(0, int(start * RATE) - 1600):int(end * RATE) + 1600])
+    return hear_her(engines.transcriber, out[max(0, int(start * RATE) - 1600):int(end * RATE) + 1600])
 
 
 def run_inprocess(config: AppConfig, options: Options, engines) -> list[dict]:
