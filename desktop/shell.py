@@ -3,8 +3,8 @@ is the system's WebKitGTK, Qt WebEngine a fallback (desktop/webview_backend.py s
 
 At launch, in this order, so the window shows while the engine is still starting:
 
-1. the GL probe starts on its own thread (desktop/gpu.py: software OpenGL or not, for the page's frame pacing
-   and Qt WebEngine's GL flags);
+1. the GL probe starts in a child process (desktop/gpu.py: software OpenGL or not, for the page's frame
+   pacing and Qt WebEngine's GL flags);
 2. the store is opened for the window geometry (the engine opens the same file for the rest;
    opening it here first means a first run creates the database and its key exactly once) —
    with the keyring's key only: in passphrase mode the engine asks the page for the passphrase,
@@ -23,8 +23,6 @@ from __future__ import annotations
 import logging
 import os
 import secrets
-import threading
-from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,21 +64,6 @@ class WindowOptions:
         if self.config:
             args += ["--config", str(self.config)]
         return args
-
-
-def _probe_gl() -> Future[str | None]:
-    """Start the probe now: its answer is needed only when the window opens."""
-    result: Future[str | None] = Future()
-
-    def probe() -> None:
-        try:
-            result.set_result(gpu.gl_renderer())
-        except Exception as exc:  # noqa: BLE001 - a broken GL driver: the webview decides on its own
-            log.warning("could not probe OpenGL (%s); the webview picks its own settings", exc)
-            result.set_result(None)
-
-    threading.Thread(target=probe, name="gl-probe", daemon=True).start()
-    return result
 
 
 def _open_store(path: Path) -> Store | None:
@@ -127,7 +110,7 @@ def _gtk_identity() -> None:
 
 
 def run_window(options: WindowOptions) -> int:
-    renderer = _probe_gl()
+    renderer = gpu.RendererProbe()  # first: it forks
     store = _open_store(options.store)
     keeper = GeometryKeeper.load(store)
     secret = secrets.token_hex(32)

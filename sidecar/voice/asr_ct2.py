@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+import os
 import re
 import threading
 from collections.abc import Iterable
@@ -35,6 +36,12 @@ from sidecar.voice.asr import LEAD_IN, clean
 from sidecar.voice.audio import RATE
 from sidecar.voice.logmel import log_mel
 
+# How long CTranslate2's OpenMP threads spin before they sleep (libgomp reads it as the library loads; a
+# user's own setting wins). Its default, 300,000 spins, makes two threads fight whatever else runs: the
+# engine shares two cores with the window as the app starts, and whisper's load took 0.55-0.94 s beside
+# two busy loops, 0.22-0.31 s with 10,000. Transcripts took as long either way (beside one busy loop,
+# median 142-173 against 154-192 ms; alone 189-204 against 161-189 ms).
+OPENMP_SPIN_COUNT = "10000"
 MIN_FRAMES = 400  # 4 s of log-mel frames: at 3 s tiny.en misheard words ("penguins life")
 STEP = 100  # windows are whole seconds, so a few sizes cover every utterance
 # Byte-level BPE pre-tokenisation (GPT-2's pattern, with letters as [^\W\d_]).
@@ -91,6 +98,7 @@ class CT2Transcriber:
     """Same contract as `asr.Transcriber`: float32 16 kHz audio in, text out."""
 
     def __init__(self, folder: Path, threads: int, compute_type: str = "int8", min_window_s: float = 4.0) -> None:
+        os.environ.setdefault("GOMP_SPINCOUNT", OPENMP_SPIN_COUNT)
         import ctranslate2
 
         self.min_frames = max(MIN_FRAMES, int(round(min_window_s * 100 / STEP)) * STEP)
