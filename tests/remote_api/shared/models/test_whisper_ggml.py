@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from remote_api.shared.models.errors import ConversionError
 from remote_api.shared.models.provision import Models
 from remote_api.shared.models.whisper_ggml import (
-    ConversionError,
     WhisperHparams,
     convert_ct2_to_ggml,
     mel_filters,
