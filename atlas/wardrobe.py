@@ -16,9 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from atlas.builder import build
 from atlas.errors import AtlasError
-from atlas.figure import CELL
 from atlas.manifest import DEFAULT_DIR, Manifest
 from atlas.source import DEFAULT_LAYERS, OUTFIT_ID, load_source, read_layer
 from atlas.user import UserFolders, choose_atlas
@@ -43,6 +41,8 @@ def add(outfit_id: str, layers: Path, name: str | None = None, folders: UserFold
         mine = load_source(folders.source)
         cell, taken = mine.cell, {o.id: o.name for o in mine.outfits}
     else:  # the first add starts from the built-in character
+        from atlas.figure import CELL  # numpy: only when an outfit is added
+
         cell, taken = CELL, {o.id: o.name for o in Manifest.load(DEFAULT_DIR).outfits}
     if outfit_id in taken:
         raise AtlasError(folders.source / "outfits" / outfit_id,
@@ -127,6 +127,8 @@ def _rebuilt(folders: UserFolders, change: Callable[[Path], None] | None) -> Man
         try:
             if change is not None:
                 change(staged_source)
+            from atlas.builder import build  # numpy and the renderer: only when an outfit changes, not for `stella run`
+
             manifest = build(staged_source, staged_atlas)
         except AtlasError as exc:
             raise _named_in_place(exc, staged_source, folders.source) from None

@@ -21,18 +21,20 @@ import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import platformdirs
 
 from desktop.shell import WindowOptions, run_window
-from desktop.terminal import TerminalOptions, chat
 from desktop.webview_backend import NoWebView
 from remote_api.shared.config_loader import ConfigError
 from remote_api.shared.logs import setup_logging
 from remote_api.shared.processes import NotHealthy, die_with_parent, free_port, running, wait_healthy
 from sidecar.config import load_app_config, server_environment
 from sidecar.outfit_catalogue import load_catalogue
+
+if TYPE_CHECKING:  # the terminal chat is imported when it runs: the window starts sooner without it
+    from desktop.terminal import TerminalOptions
 
 log = logging.getLogger(__name__)
 
@@ -110,6 +112,8 @@ def run(server: str | None, config: Path | None, window: WindowOptions | None = 
             except NoWebView as exc:
                 print(f"stella: {exc}", file=sys.stderr)
                 return 2
+        from desktop.terminal import chat
+
         return chat(replace(terminal, server=server), logs)
 
 
@@ -126,6 +130,8 @@ def _log_file(level: str) -> Iterator[IO[str]]:
 def _terminal_options(window: WindowOptions) -> TerminalOptions:
     """The engine's arguments, and the persona's name and outfits for what the terminal prints
     (read first, so a bad settings file is said before anything starts)."""
+    from desktop.terminal import TerminalOptions
+
     config = load_app_config(window.config)
     outfits = {o.id: o.name for o in load_catalogue(config.atlas_dir)}
     return TerminalOptions(window.server or "", tuple(window.engine_args()), config.persona.name, outfits)

@@ -15,6 +15,11 @@ import { COMMANDS, EVENTS } from './channel_schema.js';
 
 export const SUBPROTOCOL = 'stella.v1';
 const RETRY_FIRST_MS = 250;
+// Until the first connection the engine is still starting beside the window: a refused connection to
+// 127.0.0.1 costs nothing, and with the back-off the page saw the engine up to a quarter second late.
+// An engine that has not come in 10 s is not starting: the back-off takes over.
+const STARTING_RETRY_MS = 40;
+const STARTING_TRIES = 250;
 const RETRY_MAX_MS = 3000;
 
 /** {port, secret} from "#port=…&secret=…", or null when the page was opened some other way. */
@@ -54,6 +59,7 @@ export class Channel extends EventTarget {
     this.socket = null;
     this.everConnected = false;
     this.retryMs = RETRY_FIRST_MS;
+    this.startingTries = STARTING_TRIES;
     this._timer = 0;
   }
 
@@ -87,8 +93,9 @@ export class Channel extends EventTarget {
     };
     socket.onclose = () => {
       if (this.socket !== socket) return;
-      const delay = this.retryMs;
-      this.retryMs = Math.min(RETRY_MAX_MS, Math.round(this.retryMs * 1.6));
+      const starting = !this.everConnected && this.startingTries-- > 0;
+      const delay = starting ? STARTING_RETRY_MS : this.retryMs;
+      if (!starting) this.retryMs = Math.min(RETRY_MAX_MS, Math.round(this.retryMs * 1.6));
       this._timer = setTimeout(() => this.connect(), delay);
       this._status({ connected: false, retryAt: performance.now() + delay });
     };

