@@ -7,6 +7,7 @@ first sample on the session timeline (sample n is t = n / 16000).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from pathlib import Path
@@ -201,11 +202,17 @@ class DeviceSource(Source):
             self.overflows += 1
         self._ring.write(indata[:, 0])
         if self.wake_ups.block():
-            self._loop.call_soon_threadsafe(self._arrived.set)
+            self._wake()
 
     def _finished(self) -> None:
         if not self._ended:
             self._stopped_by_device = True
+            self._wake()
+
+    def _wake(self) -> None:
+        """Wake the reader from PortAudio's thread; a stream that outlives the engine's event loop (closed while
+        the engine exits) has nobody left to wake."""
+        with contextlib.suppress(RuntimeError):
             self._loop.call_soon_threadsafe(self._arrived.set)
 
     async def process(self, frame: Frame, direction: Direction) -> None:

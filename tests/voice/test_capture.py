@@ -1,10 +1,16 @@
-"""The microphone's wake-ups: every block while something is under way, a few at a time while nobody speaks."""
+"""The microphone's wake-ups: every block while something is under way, a few at a time while nobody speaks;
+none once the engine's loop is gone."""
 
 from __future__ import annotations
 
+import asyncio
+from types import SimpleNamespace
+
+import numpy as np
+
 from sidecar.clock import Clock
 from sidecar.pipeline import Pipeline, Processor
-from sidecar.voice.capture import WakeUps
+from sidecar.voice.capture import DeviceSource, WakeUps
 
 
 class Holding(Processor):
@@ -51,3 +57,15 @@ def test_the_pipeline_is_under_way_while_any_processor_holds_speech_or_audio():
     second.held = False
     first.held = True
     assert pipeline.under_way()
+
+
+def test_a_stream_that_outlives_the_engines_loop_ends_quietly():
+    """PortAudio calls back from its own thread after the engine's event loop has closed (the engine exiting
+    with the microphone open): nothing is left to wake, and nothing is raised into PortAudio's thread."""
+    source = DeviceSource("default", 32)
+    loop = asyncio.new_event_loop()
+    source._loop, source._arrived = loop, asyncio.Event()
+    loop.close()
+    source._finished()  # the stream ending
+    source.wake_ups.under_way = True
+    source._callback(np.zeros((512, 1), np.int16), 512, None, SimpleNamespace(input_overflow=False))  # a block
