@@ -120,8 +120,8 @@ class App:
     async def _serve(self) -> None:
         """Open the store (perhaps waiting for the user's passphrase), then run the voice session."""
         await self._open_store()
+        self.sessions.start(voice_on=self.options.voice != "off")  # the voice models load meanwhile
         await self.settings.refresh_devices()
-        self.sessions.start(voice_on=self.options.voice != "off")
         if self.channel.clients:  # pages greeted while the store was locked: now the whole picture
             asyncio.create_task(self._greet_again(), name="greet-again")
         await self.sessions.run()

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from remote_api.shared.models.errors import ModelError
 from sidecar.channel_messages import Voice, VoiceStatus
 from sidecar.clock import Clock
-from sidecar.config import AppConfig
+from sidecar.config import AppConfig, VoiceConfig
 from sidecar.conversation import Conversation
 from sidecar.engine.link import LinkKeeper
 from sidecar.engine.presence import Presence
@@ -41,6 +41,17 @@ class IdleSource(Source):
 def sentence(text: str) -> str:
     text = text.strip()
     return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def _find_devices(voice: VoiceConfig) -> None:
+    """The microphone and the speaker the settings name: a VoiceError saying what is missing."""
+    find_device(voice.input_device, "input")
+    find_device(voice.output_device, "output")
+
+
+def _unheard(task: asyncio.Future[LoadedModels]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: not reported as never retrieved
 
 
 class Sessions:
@@ -151,11 +162,14 @@ class Sessions:
         self._models_task = asyncio.create_task(self._models_for(self.config), name="load-models")
 
     async def _models_for(self, config: AppConfig) -> None:
+        """The sound devices are looked up while the models load: neither needs the other, and listening waits
+        for both."""
+        loading = asyncio.ensure_future(asyncio.to_thread(LoadedModels.load, config.voice, defer_voice=True))
         try:
-            await asyncio.to_thread(find_device, config.voice.input_device, "input")
-            await asyncio.to_thread(find_device, config.voice.output_device, "output")
-            self.loaded = await asyncio.to_thread(lambda: LoadedModels.load(config.voice, defer_voice=True))
+            await asyncio.to_thread(_find_devices, config.voice)
+            self.loaded = await loading
         except (VoiceError, ModelError, OSError, ValueError) as exc:
+            loading.add_done_callback(_unheard)  # no devices: the models' own outcome no longer matters
             self.set_voice("off", sentence(str(exc)) + " You can still type to Stella.")
             return
         self.reload()

@@ -90,13 +90,13 @@ def home(tmp_path: Path, keyring_env: None) -> Home:
 
 
 @contextlib.asynccontextmanager
-async def running(home: Home, env: dict[str, str] | None = None) -> AsyncIterator[Engine]:
-    """The engine, voice off (typed turns), `env` its STELLA_SECTION__KEY settings; stopped as
-    `python -m sidecar.engine` is on SIGTERM."""
+async def running(home: Home, env: dict[str, str] | None = None, voice: str = "off") -> AsyncIterator[Engine]:
+    """The engine, voice off (typed turns) unless `voice` is "auto", `env` its STELLA_SECTION__KEY settings;
+    stopped as `python -m sidecar.engine` is on SIGTERM."""
     config = replace(load_app_config(None, env=env or {}), atlas_dir=str(ROOT / "atlas" / "default"),
                      server_url=home.server_url)
     secret = secrets.token_hex(32)
-    app = App(Options(None, None, home.store, "off", None), Launch(secret), config)
+    app = App(Options(None, None, home.store, voice, None), Launch(secret), config)
     task = asyncio.create_task(app.run())
     try:
         await asyncio.wait_for(app.listening.wait(), WAIT_S)

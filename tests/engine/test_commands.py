@@ -4,6 +4,7 @@ sees answered, what is kept in the store across a restart, and that a bad comman
 from __future__ import annotations
 
 import asyncio
+import re
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,21 @@ def test_a_page_is_greeted_with_where_things_stand(home: Home) -> None:
             assert page.greeted("voice")["status"] == "off"
             assert page.greeted("history")["turns"] == []
             assert page.greeted("state")["state"] == "idle"
+
+    asyncio.run(scenario())
+
+
+def test_a_microphone_that_is_not_there_turns_the_voice_off_and_says_so(home: Home) -> None:
+    """The devices are looked up while the models load: a missing microphone is still what the user is told."""
+    async def scenario() -> None:
+        env = {"STELLA_VOICE__INPUT_DEVICE": "no-such-microphone"}
+        async with running(home, env, voice="auto") as engine, engine.window() as page:
+            voice = page.greeted("voice")
+            while voice["status"] == "loading":
+                voice = await page.next("voice")
+            assert voice["status"] == "off"
+            assert re.search(r"no microphone (matches 'no-such-microphone'|found)", voice["detail"]), voice["detail"]
+            assert voice["detail"].endswith("You can still type to Stella.")
 
     asyncio.run(scenario())
 
