@@ -212,8 +212,9 @@ def report(runs: dict[str, list[dict[str, float]]], loads: tuple[str, str]) -> s
             values = [r[key] for r in by_view]
             cells.append(f"{fmt(statistics.median(values))} {unit} ({', '.join(fmt(v) for v in values)})")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    lines += ["", "Ready to listen is bounded by loading what listening needs (whisper tiny.en, silero VAD) in the "
-              "engine, which starts in parallel with the window, and by the microphone's first sound; piper loads "
+    lines += ["", "Ready to listen is bounded by the engine's start beside the window's (Python and its imports, "
+              "then its channel, which the page reaches), by loading what listening needs (whisper tiny.en and "
+              "silero VAD, while the sound devices are looked up) and by the microphone's first sound; piper loads "
               "in the background right after, and the n-best check's CTranslate2 copy of whisper at the first check "
               "that needs it. The microphone is a null sink with a recorder kept on it, as a real microphone "
               "delivers at once: a null sink nobody records from gives a new recorder its first sound 0-2 s later "
