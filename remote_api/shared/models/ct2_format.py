@@ -19,15 +19,14 @@ convolutions too changed 3 of 12 of whisper tiny.en's.
 
 from __future__ import annotations
 
-import os
 import struct
-import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from remote_api.shared.models.atomic_file import write_atomically
 from remote_api.shared.models.errors import ConversionError
 
 # Binary versions whose variable records carry (type id, byte count); 6 is current and what we write.
@@ -150,19 +149,8 @@ def _chunks(model: Ct2Model) -> Iterator[bytes]:
 
 
 def write_ct2(model: Ct2Model, path: Path) -> None:
-    """Write `model` at `path` through a file beside it, renamed into place (never half a model)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for chunk in _chunks(model):
-                out.write(chunk)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write `model` at `path` (all or nothing)."""
+    write_atomically(path, _chunks(model))
 
 
 def _quantized(name: str, arr: np.ndarray) -> bool:

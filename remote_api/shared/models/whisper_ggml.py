@@ -28,13 +28,13 @@ import json
 import os
 import re
 import struct
-import tempfile
 from collections.abc import Iterator
 from dataclasses import astuple, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from remote_api.shared.models.atomic_file import write_atomically
 from remote_api.shared.models.ct2_format import read_ct2
 from remote_api.shared.models.errors import ConversionError
 
@@ -393,18 +393,7 @@ def convert_ct2_to_ggml(ct2_dir: Path, out_path: Path) -> Path:
     vocab = _vocab_bytes(read_vocabulary(ct2_dir), hp.n_vocab, ct2_dir)
     ordered = {name: tensors[name] for name in expected_shapes(hp)}
 
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out_path.name}.", suffix=".tmp", dir=out_path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            for chunk in _ggml_chunks(hp, vocab, ordered):
-                fh.write(chunk)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp_name, out_path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
+    write_atomically(out_path, _ggml_chunks(hp, vocab, ordered))
     return out_path
 
 

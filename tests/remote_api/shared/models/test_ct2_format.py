@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from remote_api.shared.models.atomic_file import write_atomically
 from remote_api.shared.models.ct2_format import Ct2Model, quantize_int8, read_ct2, write_ct2
 from remote_api.shared.models.errors import ConversionError
 from remote_api.shared.models.provision import Models
@@ -72,3 +73,17 @@ def test_the_installed_int8_whisper_hears_what_ctranslate2_makes_of_the_publishe
         for audio in (speak(text), espeak(text, voice="en-gb-scotland")):
             clip = concat(silence(0.3), audio, silence(0.3))
             assert stored(clip, prompt="Hey Stella.") == at_load(clip, prompt="Hey Stella.")
+
+
+def test_a_write_that_fails_midway_leaves_the_old_file_and_no_scraps(tmp_path: Path) -> None:
+    target = tmp_path / "model.bin"
+    target.write_bytes(b"the model that works")
+
+    def chunks():  # noqa: ANN202 - a generator that breaks after its first chunk
+        yield b"half a "
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        write_atomically(target, chunks())
+    assert target.read_bytes() == b"the model that works"
+    assert [p.name for p in tmp_path.iterdir()] == ["model.bin"]
