@@ -91,7 +91,7 @@ class RendererProbe:
             self._child = None
             with os.fdopen(read, "rb") as answer:
                 renderer = answer.read().decode(errors="replace")
-            _, status = os.waitpid(pid, 0)
+            status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
             if status != 0:
                 log.warning("could not probe OpenGL (its process ended with status %d); the webview picks its "
                             "own settings", status)

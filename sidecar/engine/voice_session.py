@@ -165,11 +165,11 @@ class Sessions:
         """The sound devices are looked up while the models load: neither needs the other, and listening waits
         for both."""
         loading = asyncio.ensure_future(asyncio.to_thread(LoadedModels.load, config.voice, defer_voice=True))
+        loading.add_done_callback(_unheard)  # without devices (or cancelled) its outcome no longer matters
         try:
             await asyncio.to_thread(_find_devices, config.voice)
             self.loaded = await loading
         except (VoiceError, ModelError, OSError, ValueError) as exc:
-            loading.add_done_callback(_unheard)  # no devices: the models' own outcome no longer matters
             self.set_voice("off", sentence(str(exc)) + " You can still type to Stella.")
             return
         self.reload()

