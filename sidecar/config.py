@@ -93,6 +93,13 @@ class VoiceConfig:
     # (tests/bench/wake_rates.py).
     wake_nbest_noisy_model: str = "whisper-base-ct2"
     wake_nbest_noisy_db: float = 25.0
+    # A name whisper wrote (prompted with the phrase) is taken only if whisper, without the prompt,
+    # gives it a log-probability of at least `wake_name_floor` (sidecar/voice/wake_nbest.py): the
+    # prompt makes it write "Stella" for "Hey Estelle" or "Hey Fella" too. Quiet rooms only (heads
+    # over `wake_nbest_noisy_db` of SNR). Off with `wake_name_check` false (or `wake_nbest` 0, which
+    # turns off whisper's second opinion altogether).
+    wake_name_check: bool = True
+    wake_name_floor: float = -9.5
     wake_window_s: float = 8.0  # after a bare wake word, how long the next utterance is addressed
     # ASR: "ctranslate2" (int8, a window of the utterance's own length, at least `ct2_window_s`)
     # with `ct2_model`, or "whisper.cpp" (pywhispercpp, a window of at least 15 s) with the ggml
@@ -190,6 +197,9 @@ class VoiceConfig:
         if not 4.0 <= self.ct2_window_s <= 30.0:
             raise ValueError(f"voice setting 'ct2_window_s' must be 4 to 30 seconds (shorter windows make whisper "
                              f"repeat itself), got {self.ct2_window_s}")
+        if self.wake_name_floor > 0:
+            raise ValueError(f"voice setting 'wake_name_floor' is a log-probability, at most 0, "
+                             f"got {self.wake_name_floor}")
         if not 0 < self.wake_trigger_threshold < 1:
             raise ValueError("voice setting 'wake_trigger_threshold' must be between 0 and 1, "
                              f"got {self.wake_trigger_threshold}")

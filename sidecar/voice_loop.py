@@ -112,8 +112,9 @@ def name_hypotheses(config: VoiceConfig, models: Models, transcriber: Transcribe
         return None
     noisy = _deferred_ct2(config.wake_nbest_noisy_model, models, config.whisper_threads) \
         if config.wake_nbest_noisy_model else None
-    return NameHypotheses(own, config.wake_nbest, noisy=noisy,  # type: ignore[arg-type] - .readings
-                          noisy_below_db=config.wake_nbest_noisy_db)
+    return NameHypotheses(own, config.wake_nbest, noisy=noisy,  # type: ignore[arg-type] - .readings, .odds
+                          noisy_below_db=config.wake_nbest_noisy_db,
+                          name_floor=config.wake_name_floor if config.wake_name_check else None)
 
 
 def _deferred_ct2(name: str, models: Models, threads: int) -> DeferredReadings | None:

@@ -11,11 +11,11 @@ decodes with timestamps and keeps only segments that start before the audio ends
 phrase that starts over right after itself is cut there (`unrepeat`). With both, 4 s windows
 gave the words of the 30 s window.
 
-The tokenizer is the weights' own byte-level BPE (tokenizer.json), used for the prompt only
-("Hey Stella." biases the spelling of the name); decoding reads vocabulary.txt. Its tables weigh
-27 MiB and take 0.1-0.3 s to read, for a prompt that never changes: they are read when a new
-prompt comes (`prepare`, which the ASR processor runs in the background as it starts) and
-dropped once it is encoded.
+The tokenizer is the weights' own byte-level BPE (tokenizer.json), used for the prompt ("Hey
+Stella." biases the spelling of the name) and the wake check's few words (`odds`) only; decoding
+reads vocabulary.txt. Its tables weigh 27 MiB and take 0.1-0.3 s to read, for words that recur:
+they are read when new words come (`prepare`, which the ASR processor and the wake check run in
+the background as they start) and dropped once those are encoded; each word's tokens are kept.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ class CT2Transcriber:
         self._folder = folder
         self._vocab = read_vocabulary(folder)
         self._bytes = byte_decoder()
-        self._prompts: dict[str, list[int]] = {"": []}
+        self._tokens: dict[str, list[int]] = {}
         self._prompts_lock = threading.Lock()
         special = {t: i for i, t in enumerate(self._vocab) if t.startswith("<|")}
         self._start = [special["<|startoftranscript|>"]]  # with timestamps: the repetition guard reads them
@@ -147,6 +147,21 @@ class CT2Transcriber:
                                          beam_size=n, num_hypotheses=n, max_length=int(8 * seconds) + 8)
         return [self._decode(i for i in ids if i < self._end).strip() for ids in result.sequences_ids]
 
+    def odds(self, audio: np.ndarray, lead: str, words: list[str]) -> list[float]:
+        """Whisper's log-probability, with no prompt, that a short float32 16 kHz clip starts with
+        `lead` followed by each of `words` (teacher-forced, so only the words' own tokens count):
+        how well the audio alone supports a word a prompt made whisper write."""
+        if len(audio) < RATE // 10 or not words:
+            return [-math.inf] * len(words)
+        features = self._features(audio, MIN_FRAMES)
+        lead_ids = self._encoded(" " + lead.strip()) if lead.strip() else []
+        texts = [lead_ids + self._encoded(" " + word.strip()) for word in words]
+        encoded = np.asarray(self._model.encode(features))  # once, for every word
+        batch = self._ct2.StorageView.from_array(np.ascontiguousarray(np.repeat(encoded, len(texts), axis=0)))
+        results = self._model.align(batch, self._start + [self._no_timestamps], texts,
+                                    [features.shape[2]] * len(texts))
+        return [sum(math.log(max(p, 1e-12)) for p in r.text_token_probs[len(lead_ids):]) for r in results]
+
     def _features(self, audio: np.ndarray, min_frames: int):  # noqa: ANN202 (a ctranslate2.StorageView)
         """The log-mel of the audio after a lead-in of silence, its window at least `min_frames`."""
         frames = window((LEAD_IN + len(audio)) / RATE, min_frames)
@@ -156,16 +171,22 @@ class CT2Transcriber:
         return self._ct2.StorageView.from_array(np.ascontiguousarray(log_mel(padded)[None, :, :frames]))
 
     def prepare(self, prompt: str) -> None:
-        """Encode `prompt` for the runs to come (the tokenizer is read for it, then dropped)."""
-        self._prompt(prompt)
+        """Encode `prompt`'s words for the runs to come (the tokenizer is read for them, then dropped)."""
+        self._encoded(" " + prompt.strip())
 
     def _prompt(self, prompt: str) -> list[int]:
         """What came before, as whisper's previous-text tokens ("Hey Stella." spells the name)."""
         prompt = prompt.strip()
+        return [self._prev, *self._encoded(" " + prompt)] if prompt else []
+
+    def _encoded(self, text: str) -> list[int]:
+        """`text`'s tokens, each word's kept: the prompt and the wake check's few words recur."""
+        pieces = _PIECES.findall(text)
         with self._prompts_lock:  # a run that comes while `prepare` reads the tokenizer waits for it
-            if prompt not in self._prompts:
-                self._prompts[prompt] = [self._prev, *BPE(self._folder).encode(" " + prompt)]
-            return self._prompts[prompt]
+            if missing := [p for p in pieces if p not in self._tokens]:
+                bpe = BPE(self._folder)
+                self._tokens.update((p, list(bpe.encode(p))) for p in missing)
+            return [i for p in pieces for i in self._tokens[p]]
 
     def _text(self, ids: list[int], seconds: float) -> str:
         """The words of the segments that start before the audio's end."""

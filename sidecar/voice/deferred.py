@@ -70,12 +70,20 @@ class DeferredReadings(Deferred[CT2Transcriber]):
     _failed = False
 
     def readings(self, audio: np.ndarray, n: int, prompt: str = "") -> list[str]:
+        model = self._model_or_none()
+        return [] if model is None else model.readings(audio, n, prompt)
+
+    def odds(self, audio: np.ndarray, lead: str, words: list[str]) -> list[float]:
+        model = self._model_or_none()
+        return [] if model is None else model.odds(audio, lead, words)
+
+    def _model_or_none(self) -> CT2Transcriber | None:
         if self._failed:
-            return []
+            return None
         try:
-            model = self.get()
+            return self.get()
         except (ImportError, OSError, RuntimeError) as exc:
             self._failed = True
-            log.warning("no n-best check of the wake word (%s): accented wake words are missed more often", exc)
-            return []
-        return model.readings(audio, n, prompt)
+            log.warning("no second check of the wake word (%s): accented wake words are missed, and look-alike "
+                        "names taken, more often", exc)
+            return None

@@ -50,17 +50,22 @@ from sidecar.frames import (
 from sidecar.intents import Intents, Stop, Tell, Volume, Wear
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.audio import RATE
-from sidecar.voice.wake import NameMatch, NameMatcher
+from sidecar.voice.wake import FUSED_LEAD_INS, LEAD_INS, NameMatch, NameMatcher
 from sidecar.voice.wake_confirm import WakeCandidateFrame, WakeCandidates
 
 log = logging.getLogger(__name__)
 
 class Hypotheses(Protocol):
-    """Whisper's n-best readings of an utterance's first `head_s` seconds (wake_nbest.NameHypotheses)."""
+    """Whisper's second opinion on an utterance's first `head_s` seconds (wake_nbest.NameHypotheses):
+    its n-best readings, and whether the name it wrote is likely without the prompt."""
 
     head_s: float
 
     def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]: ...
+
+    def supports(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> bool: ...
+
+    def prepare(self, words: str) -> None: ...
 
 
 # A wake word detected this long after an utterance ended still belongs to it (detection lag).
@@ -170,6 +175,21 @@ class TurnTaker(Processor):
         self.prompt = wake_word.replace("_", " ").title() + "."
         self.window = WakeWindow(window_s)
         self._turns = 0
+        self._preparing: asyncio.Task[None] | None = None
+        # the name check a pause started: ((utterance start, end, words before the name), its task)
+        self._checking: tuple[tuple[float, float, str], asyncio.Task[bool]] | None = None
+
+    async def start(self) -> None:
+        """Ready the name check's words in the background (the lead-ins as whisper writes them, the name)."""
+        if self.hypotheses is not None and self.engine in ("phrase", "two_stage"):
+            spoken = sorted(LEAD_INS | FUSED_LEAD_INS)
+            words = " ".join([*spoken, *(w.title() for w in spoken), *self.matcher.spellings, ", . ! ?"])
+            self._preparing = asyncio.create_task(asyncio.to_thread(self.hypotheses.prepare, words),
+                                                  name="wake-prepare")
+
+    async def stop(self) -> None:
+        pending = [t for t in (self._preparing, self._checking and self._checking[1]) if t is not None]
+        await asyncio.gather(*pending, return_exceptions=True)  # a worker thread cannot be cancelled
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         if isinstance(frame, WakeFrame):
@@ -195,9 +215,13 @@ class TurnTaker(Processor):
 
     async def _early(self, text: str, utterance: UtteranceFrame) -> None:
         """Whisper's words so far (at a pause, or while the user speaks): the turn they would start
-        goes on to the reply; the name heard in them tells the gate to go on transcribing."""
-        if utterance.verify_wake and self.matcher.match(text) is not None:
+        goes on to the reply; the name heard in them tells the gate to go on transcribing, and at a
+        pause starts the name's check, which the final transcript then finds done."""
+        if utterance.verify_wake and (found := self.matcher.match(text)) is not None:
             await self.push(AddressedFrame(start=utterance.start), Direction.UP)
+            if not utterance.interim and self.hypotheses is not None:
+                self._checking = (utterance.start, utterance.end, found.lead), asyncio.create_task(
+                    self._supported(found, utterance), name="wake-name-check")
         if utterance.interim:
             text = settled(text)
         likely = self._likely_turn(text, utterance)
@@ -227,6 +251,8 @@ class TurnTaker(Processor):
         addressed = self.window.covers(utterance)  # after a bare wake word: no n-best wait (~0.2 s)
         if found is None and utterance.verify_wake and self.hypotheses is not None and not addressed:
             found = await self._second_guess(text, utterance)
+        if found is not None and utterance.verify_wake and self.hypotheses is not None and not addressed:
+            found = await self._likely_name(found, utterance)
         if found is not None:
             if utterance.verify_wake:  # the custom-phrase engine (or the two-stage one) just heard its name
                 await self.push(WakeFrame(word=self.wake_word, score=1.0, engine=self.engine, t=utterance.end))
@@ -264,6 +290,26 @@ class TurnTaker(Processor):
         if len(utterance.audio) / RATE <= self.hypotheses.head_s:
             return found
         return NameMatch(" ".join(text.split()[found.upto:]), found.upto)
+
+    async def _likely_name(self, found: NameMatch, utterance: UtteranceFrame) -> NameMatch | None:
+        """`found`, if whisper finds the name likely there without the prompt (else a look-alike:
+        "Hey Estelle" written "Hey Stella." because the prompt spells the name). The check the
+        pause started is used if it scored the same audio and words."""
+        early, self._checking = self._checking, None
+        if early is not None and early[0] == (utterance.start, utterance.end, found.lead):
+            supported = await early[1]
+        else:
+            if early is not None:
+                early[1].cancel()
+            supported = await self._supported(found, utterance)
+        if supported:
+            return found
+        log.info("a name whisper wrote only because it was prompted: not taken")
+        return None
+
+    async def _supported(self, found: NameMatch, utterance: UtteranceFrame) -> bool:
+        assert self.hypotheses is not None
+        return await asyncio.to_thread(self.hypotheses.supports, utterance.audio, found, self.matcher.spellings)
 
     async def _take(self, text: str, utterance: UtteranceFrame) -> None:
         self.window.spend()

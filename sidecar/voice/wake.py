@@ -159,6 +159,7 @@ def edit_distance(a: str, b: str) -> int:
 class NameMatch:
     rest: str  # what the user said after the name ("" if only the wake phrase)
     upto: int = 0  # words up to and with the name
+    lead: str = ""  # the words before the name as written, a "hey" run into it given back ("Case Taylor" -> "Hey")
 
 
 # Words that may come before the name: greetings and fillers ("thanks, Stella" addresses her
@@ -188,12 +189,21 @@ class NameMatcher:
         self.lead_ins = LEAD_INS | set(tokens[:-1])
         self.reach = len(tokens) + 1
         self.max_distance = 1 if len(self.name) >= 4 else 0
+        # How the name is written: "Stella", and "Stellar" (said the same by non-rhotic speakers).
+        self.spellings = [self.name.title()] + ([self.name.title() + "r"] if self.name[-1] in "aeiou" else [])
 
     def is_name(self, word: str, before: str) -> bool:
         """Also a quick "hey" run into the name as one word ("Kistela", "Astella")."""
-        return (edit_distance(word, self.name) <= self.max_distance or sounds_like(word, self.name)
-                or (before in FUSED_LEAD_INS and sounds_like("s" + word, self.name))
-                or (not before and len(word) > len(self.name) and sounds_like(word[2:], self.name)))
+        return self._plain(word) or self._fused(word, before) or self._run_in(word, before)
+
+    def _plain(self, word: str) -> bool:
+        return edit_distance(word, self.name) <= self.max_distance or sounds_like(word, self.name)
+
+    def _fused(self, word: str, before: str) -> bool:
+        return before in FUSED_LEAD_INS and sounds_like("s" + word, self.name)
+
+    def _run_in(self, word: str, before: str) -> bool:
+        return not before and len(word) > len(self.name) and sounds_like(word[2:], self.name)
 
     def sounds_in(self, reading: str) -> bool:
         """The name's first consonant sound, then another of its consonants, in the reading's first
@@ -212,7 +222,11 @@ class NameMatcher:
             word = m.group().lower()
             if self.is_name(word, before):
                 rest = transcript[m.end():].lstrip(" ,.!?;:-\u2014")
-                return NameMatch(rest.strip(), i + 1)
+                if self._plain(word):
+                    lead = transcript[:m.start()]
+                else:  # the "hey" whisper ran into the word before ("Case") or into the name itself
+                    lead = transcript[:spans[i - 1].start() if self._fused(word, before) else m.start()] + " Hey"
+                return NameMatch(rest.strip(), i + 1, lead.strip())
             if word not in self.lead_ins and word not in FUSED_LEAD_INS:
                 return None
             before = word

@@ -17,6 +17,16 @@ In noise tiny.en seldom has the name among its guesses at all (held-out v2 at 10
 those 74 clips). But base also writes the name for "Hey Stuart", "Hey Sarah", "Hey Stephen" in
 clean speech (16 false accepts in 4 min of look-alikes, against tiny.en's 0), so a `noisy` model
 reads only heads whose estimated SNR is under `noisy_below_db`; it loads at its first such head.
+
+Prompted with the phrase, whisper also writes the name for a look-alike ("Hey Estelle", "Hey
+Fella", "Hey Celia" -> "Hey Stella."): on v3 (now seen), all 17 false wakes of the phrase engine on
+this machine were look-alike greetings written so. `supports` asks whisper for its own odds of the
+name with no prompt: the log-probability of the name's tokens after the words before it,
+teacher-forced on the utterance's head (`CT2Transcriber.odds`, ~60 ms on tiny.en). A name the
+audio barely supports (below `name_floor`) is not taken. On v3 those 17 false wakes scored -12.0
+to -2.4 (12 under -9.5), its clean wake words -11.8 to -0.1 (3 of 194 under -9.5). In 10 dB noise
+the wake words scored as low as -13.5 (31 of 205 under -9.5): whisper is unsure of every word
+there, so the check is off in noise (the head's SNR under `noisy_below_db`).
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ import numpy as np
 
 from sidecar.voice.asr_ct2 import CT2Transcriber
 from sidecar.voice.audio import RATE, snr_db
+from sidecar.voice.wake import NameMatch
 
 
 class NameHypotheses:
@@ -33,14 +44,15 @@ class NameHypotheses:
     for a noisy head, from `noisy` if given."""
 
     def __init__(self, model: CT2Transcriber, n: int = 4, head_s: float = 3.0, *,
-                 noisy: CT2Transcriber | None = None, noisy_below_db: float = 25.0) -> None:
+                 noisy: CT2Transcriber | None = None, noisy_below_db: float = 25.0,
+                 name_floor: float | None = None) -> None:
         self.model, self.n, self.head_s = model, n, head_s
         self.noisy_model, self.noisy_below_db = noisy, noisy_below_db
+        self.name_floor = name_floor  # None: every name whisper wrote is taken
 
     def noisy(self, audio: np.ndarray) -> bool:
         """Whether the noisy model reads this utterance."""
-        head = np.asarray(audio, np.float32)[:int(self.head_s * RATE)]
-        return self.noisy_model is not None and snr_db(head) < self.noisy_below_db
+        return self.noisy_model is not None and self.in_noise(audio)
 
     def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]:
         """The `n` best readings of the first `head_s` seconds of a float32 16 kHz utterance."""
@@ -48,3 +60,27 @@ class NameHypotheses:
         model = self.noisy_model if self.noisy(head) else self.model
         assert model is not None
         return model.readings(head, self.n, prompt)
+
+    def prepare(self, words: str) -> None:
+        """Encode the words the name check will score (a model still to load is left for its first check)."""
+        if isinstance(self.model, CT2Transcriber):
+            self.model.prepare(words)
+
+    def name_odds(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> float | None:
+        """Whisper's best log-probability, without a prompt, for any of the name's `spellings` after
+        the words before it (always the ASR's own model: the floor was chosen on it); None if it
+        cannot tell."""
+        head = np.asarray(audio, np.float32)[:int(self.head_s * RATE)]
+        return max(self.model.odds(head, found.lead, spellings), default=None)
+
+    def supports(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> bool:
+        """Whether the name found in what whisper wrote is likely enough without the prompt (in a
+        quiet room: in noise whisper's odds fall for every word, the name's with them)."""
+        if self.name_floor is None or self.in_noise(audio):
+            return True
+        odds = self.name_odds(audio, found, spellings)
+        return odds is None or odds >= self.name_floor
+
+    def in_noise(self, audio: np.ndarray) -> bool:
+        """Whether the utterance's head is under `noisy_below_db` of SNR (the name check is off there)."""
+        return snr_db(np.asarray(audio, np.float32)[:int(self.head_s * RATE)]) < self.noisy_below_db

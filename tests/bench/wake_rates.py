@@ -49,7 +49,7 @@ from sidecar.pipeline import Direction, Pipeline, Processor  # noqa: E402
 from sidecar.voice.asr import Transcribes  # noqa: E402
 from sidecar.voice.capture import FileSource  # noqa: E402
 from sidecar.voice.turn_taking import TurnTaker, WakeGate  # noqa: E402
-from sidecar.voice.wake import MicroWakeModel, NameMatcher, WakeModel, words  # noqa: E402
+from sidecar.voice.wake import MicroWakeModel, NameMatch, NameMatcher, WakeModel, words  # noqa: E402
 from sidecar.voice.wake_confirm import WakeCandidateFrame  # noqa: E402
 from sidecar.voice.wake_nbest import NameHypotheses  # noqa: E402
 from sidecar.voice_loop import LoadedModels, listening, name_hypotheses  # noqa: E402
@@ -73,10 +73,12 @@ def engines_to_run(trigger: float, baseline: bool, asr: str) -> list[Engine]:
         Engine("two_stage", "acoustic", VoiceConfig(asr_engine=asr, wake_engine="two_stage", wake_model="hey_jarvis",
                                                     wake_trigger_threshold=trigger),
                f"openWakeWord hey_jarvis trigger at {trigger} + VAD gate + whisper (prompted \"Hey Jarvis.\") "
-               "confirms the name in its transcript or its 4 best readings of the first 3 s"),
+               "confirms the name in its transcript or its 4 best readings of the first 3 s, if whisper's own odds for "
+               "it without the prompt reach the floor"),
         Engine("phrase", "phrase", VoiceConfig(asr_engine=asr, wake_engine="phrase", wake_phrase="hey stella"),
                "VAD + whisper (prompted \"Hey Stella.\") + name token (first or after lead-ins; one edit or the "
-               "same phonetic key) in the transcript or in whisper's 4 best readings of the first 3 s"),
+               "same phonetic key) in the transcript or in whisper's 4 best readings of the first 3 s, if whisper's "
+               "own odds for it without the prompt reach the floor"),
     ]
     if baseline:
         out.append(Engine("openwakeword", "acoustic",
@@ -128,6 +130,7 @@ class MemoHypotheses:
         self.head_s = inner.head_s
         self.matcher: NameMatcher | None = None
         self.ranks: dict[str, int] = {}
+        self.odds: list[float | None] = []  # the name's odds at each check, in order
 
     def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]:
         path = memo_path(self.folder, self.noisy_tag if self.inner.noisy(audio) else self.tag, prompt, audio)
@@ -140,10 +143,26 @@ class MemoHypotheses:
             count(self.ranks, next((str(i) for i, r in enumerate(readings, 1) if self.matcher.match(r)), "-"))
         return readings
 
+    def prepare(self, words: str) -> None:
+        self.inner.prepare(words)
 
-def counting_ranks(engines: LoadedModels, matcher: NameMatcher, into: dict[str, int]) -> None:
+    def supports(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> bool:
+        """The inner check's decision; each name's odds are noted in `odds` (memoised like the readings)."""
+        path = memo_path(self.folder, f"{self.tag} odds {found.lead} {spellings}", "", audio)
+        if path.exists():
+            odds = json.loads(path.read_text())
+        else:
+            odds = self.inner.name_odds(audio, found, spellings)
+            remember(path, odds)
+        self.odds.append(odds)
+        floor = self.inner.name_floor
+        return floor is None or self.inner.in_noise(audio) or odds is None or odds >= floor
+
+
+def counting_ranks(engines: LoadedModels, matcher: NameMatcher, into: dict[str, int],
+                   odds: list[float | None]) -> None:
     if isinstance(engines.hypotheses, MemoHypotheses):
-        engines.hypotheses.matcher, engines.hypotheses.ranks = matcher, into
+        engines.hypotheses.matcher, engines.hypotheses.ranks, engines.hypotheses.odds = matcher, into, odds
 
 
 class Wakes(Processor):
@@ -204,6 +223,8 @@ class Tally:
     false_by: dict[str, int] = field(default_factory=dict)  # false accepts by what found the name
     hit_ranks: dict[str, int] = field(default_factory=dict)  # n-best checks on wake utterances: the name's rank
     false_ranks: dict[str, int] = field(default_factory=dict)  # the same in the other speech
+    hit_odds: list[float | None] = field(default_factory=list)  # the name's odds without the prompt, wake utterances
+    false_odds: list[float | None] = field(default_factory=list)  # the same in the other speech
 
     @property
     def fr(self) -> float:
@@ -243,7 +264,7 @@ def loser(matcher: NameMatcher, triggered: bool, heard: str) -> str:
 
 def run_wakes(engines: LoadedModels, engine: Engine, stream: Stream, condition: str, tally: Tally) -> None:
     matcher = matcher_of(engine.config)
-    counting_ranks(engines, matcher, tally.hit_ranks)
+    counting_ranks(engines, matcher, tally.hit_ranks, tally.hit_odds)
     seen, _ = front_end(engines, engine.config, stream.wav(condition))
     hits = {id(s): t for t in seen.wakes if (s := inside(t, stream.spans))}
     triggered = {id(s) for t in seen.candidates if (s := inside(t, stream.spans))}
@@ -261,7 +282,7 @@ def run_wakes(engines: LoadedModels, engine: Engine, stream: Stream, condition: 
 
 def run_other(engines: LoadedModels, engine: Engine, streams: list[Stream], tally: Tally) -> None:
     matcher = matcher_of(engine.config)
-    counting_ranks(engines, matcher, tally.false_ranks)
+    counting_ranks(engines, matcher, tally.false_ranks, tally.false_odds)
     for stream in streams:
         seen, _ = front_end(engines, engine.config, stream.wav("clean"))
         tally.other_s += stream.speech_s
@@ -303,13 +324,20 @@ def main() -> None:
                              "phrase engine's ~1700 transcripts take most of an hour here)")
     parser.add_argument("--noisy-nbest-model", default=VoiceConfig().wake_nbest_noisy_model,
                         help="whose n-best readings check the name in noisy speech (\"\": tiny.en's, as in clean)")
+    parser.add_argument("--name-floor", default=str(VoiceConfig().wake_name_floor),
+                        help="the unprompted odds a name whisper wrote needs (\"off\": every name is taken; the "
+                             "odds are reported either way)")
     args = parser.parse_args()
     began, load_before = time.monotonic(), os.getloadavg()
     corpus = wake_corpus.load((args.set,))
     models = Models()
     asr = VoiceConfig(wake_engine="off", asr_engine=args.asr)
     base = LoadedModels.load(asr, models)
-    base.hypotheses = name_hypotheses(VoiceConfig(wake_engine="phrase", wake_nbest_noisy_model=args.noisy_nbest_model),
+    floor = None if args.name_floor == "off" else float(args.name_floor)
+    base.hypotheses = name_hypotheses(VoiceConfig(wake_engine="phrase", wake_nbest_noisy_model=args.noisy_nbest_model,
+                                                  wake_name_check=floor is not None,
+                                                  wake_name_floor=VoiceConfig().wake_name_floor if floor is None
+                                                  else floor),
                                       models, base.transcriber)
     folder, tag = wake_corpus.ROOT / "transcripts", asr.ct2_model if args.asr == "ctranslate2" else asr.asr_model
     memo = MemoTranscriber(base.transcriber, folder, tag)
@@ -327,20 +355,27 @@ def main() -> None:
             tally = tallies[condition] = Tally()
             run_wakes(engines, engine, corpus.wake[args.set][engine.corpus], condition, tally)
             print(f"  {condition}: missed {len(tally.missed)}/{tally.wake_total} ({tally.fr:.1%}), lost at "
-                  f"{tally.lost}; found by {tally.found_by}; n-best rank of the name {tally.hit_ranks}", flush=True)
+                  f"{tally.lost}; found by {tally.found_by}; n-best rank of the name {tally.hit_ranks}; "
+                  f"the name's odds {odds_text(tally.hit_odds)}", flush=True)
         if args.wakes_only:
             continue
         run_other(engines, engine, others, tallies["clean"])
         cpu = idle_cpu(with_wake(base, engine, models), engine, others[0])
         print(f"  other: {len(tallies['clean'].false)} false wakes in {tallies['clean'].other_s / 60:.1f} min of "
               f"speech ({tallies['clean'].fa_per_h:.2f}/h), found by {tallies['clean'].false_by}, n-best rank of "
-              f"the name {tallies['clean'].false_ranks}; idle CPU {cpu:.0f} ms/s", flush=True)
+              f"the name {tallies['clean'].false_ranks}, the name's odds {odds_text(tallies['clean'].false_odds)}; "
+              f"idle CPU {cpu:.0f} ms/s", flush=True)
         results.append((engine, tallies, cpu))
     print(f"whisper calls {memo.calls}, memoised {memo.hits}")
     text = report(args, corpus, results, load_before, os.getloadavg(), time.monotonic() - began)
     print(text)
     if args.set == "heldout" and not args.other_files and not args.wakes_only:
         (RESULTS / f"wake-heldout{'-' + args.only if args.only else ''}.md").write_text(text)
+
+
+def odds_text(odds: list[float | None]) -> str:
+    """The name's unprompted odds at each check, lowest first."""
+    return "[" + ", ".join(f"{o:.1f}" for o in sorted(o for o in odds if o is not None)) + "]"
 
 
 def report(args, corpus: Corpus, results, load_before, load_after, wall: float) -> str:
@@ -356,7 +391,8 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
         "## Wake-word accuracy (tests/bench/wake_rates.py)",
         "",
         f"Command: `nice -n 19 .venv/bin/python tests/bench/wake_rates.py --set {which}"
-        f"{' --baseline' if args.baseline else ''}{' --only ' + args.only if args.only else ''}`. "
+        f"{' --baseline' if args.baseline else ''}{' --only ' + args.only if args.only else ''}"
+        f"{' --name-floor ' + args.name_floor if args.name_floor != str(VoiceConfig().wake_name_floor) else ''}`. "
         f"Machine: {os.cpu_count()} cores, {platform.machine()}; load average {load_before[0]:.1f} at the start, "
         f"{load_after[0]:.1f} at the end (a shared machine); wall time {wall:.0f} s (whisper's transcripts memoised "
         "from earlier runs where the audio was the same).",
@@ -387,7 +423,10 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
             f"{condition}: lost at {tally.lost or 'none'}, found by {tally.found_by}, n-best rank of the name "
             f"{tally.hit_ranks}" for condition, tally in t.items())
             + f"; false accepts found by {t['clean'].false_by or 'none'}, n-best rank of the name in the other "
-            f"speech {t['clean'].false_ranks} (\"-\": in no reading)."]
+            f"speech {t['clean'].false_ranks} (\"-\": in no reading). The name's unprompted odds at each check "
+            f"(a log-probability; taken from {args.name_floor}): wake utterances clean "
+            f"{odds_text(t['clean'].hit_odds)}, noisy {odds_text(t['noisy'].hit_odds)}; other speech "
+            f"{odds_text(t['clean'].false_odds)}."]
     lines += ["", "Engines:", ""]
     lines += [f"- **{engine.label}**: {engine.describe}." for engine, _, _ in results]
     for engine, t, _ in results:

@@ -11,11 +11,19 @@ import pytest
 
 from remote_api.shared.models.provision import Models
 from sidecar.config import VoiceConfig
-from sidecar.frames import EndFrame, Frame, TranscriptFrame, UserTurnFrame, UtteranceFrame, WakeFrame
+from sidecar.frames import (
+    EarlyTranscriptFrame,
+    EndFrame,
+    Frame,
+    TranscriptFrame,
+    UserTurnFrame,
+    UtteranceFrame,
+    WakeFrame,
+)
 from sidecar.voice.asr_ct2 import CT2Transcriber
 from sidecar.voice.audio import RATE
 from sidecar.voice.turn_taking import TurnTaker
-from sidecar.voice.wake import NameMatcher
+from sidecar.voice.wake import NameMatch, NameMatcher
 from sidecar.voice.wake_nbest import NameHypotheses
 from sidecar.voice_loop import listening
 
@@ -95,19 +103,51 @@ def test_look_alikes_from_other_voices_stay_out_of_the_best_readings(hypotheses,
     assert not [r for r in readings if NameMatcher("hey stella").match(r)], readings
 
 
+LOOK_ALIKES = ("Hey Estelle, nice dress.", "Hey Fella, how are you?", "Hey Della, pass the bread.",
+               "Hey Sheila, are you coming?", "Hey Stuart, want some tea?")
+
+
+def test_without_the_prompt_whisper_finds_the_name_likelier_in_wake_words_than_in_look_alikes(hypotheses):
+    """Prompted with "Hey Stella." whisper writes the name for these look-alikes too; its own odds
+    for the name without the prompt tell them apart: each voice's "Hey Stella" above each of its
+    look-alikes, all wake words over the default floor and half the look-alikes under it (on this
+    machine the wakes scored -1.6 to -5.7, the look-alikes -5.6 to -14.3, 21 of 30 under -9.5)."""
+    floor, name = VoiceConfig().wake_name_floor, NameMatch("", 2, "Hey")
+    below = 0
+    for voice in ("en-us", "en-gb-x-rp+m3", "en-029", "en-us-nyc+f3", "en-gb+m2", "en-gb-scotland+f2"):
+        odds = [hypotheses.name_odds(concat(silence(0.3), espeak(text, voice=voice), silence(0.3)), name,
+                                     ["Stella", "Stellar"]) for text in ("Hey Stella, what time is it?", *LOOK_ALIKES)]
+        assert odds[0] >= floor and odds[0] > max(odds[1:]), (voice, odds)
+        below += sum(o < floor for o in odds[1:])
+    assert below >= 15, f"only {below} of 30 look-alikes under the floor"
+
+
 class Readings:
     """Scripted n-best readings for the turn taker's logic (the model is tested above): prompted
     with the phrase, and without a prompt."""
 
     head_s = 3.0
 
-    def __init__(self, readings: list[str], plain: tuple[str, ...] = ("He's still at, what time is it?",)) -> None:
+    def __init__(self, readings: list[str], plain: tuple[str, ...] = ("He's still at, what time is it?",),
+                 likely: bool = True) -> None:
         self.readings = readings
         self.plain = list(plain)
+        self.likely = likely  # whether whisper, unprompted, finds the name likely
+        self.scored: list[NameMatch] = []
+        self.heard: list[float] = []  # the seconds of audio each check scored
 
     def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]:
         assert prompt in ("Hey Stella.", "")
         return self.readings if prompt else self.plain
+
+    def supports(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> bool:
+        assert spellings == ["Stella", "Stellar"]
+        self.scored.append(found)
+        self.heard.append(len(audio) / RATE)
+        return self.likely
+
+    def prepare(self, words: str) -> None:
+        pass
 
 
 def utterance(seconds: float) -> UtteranceFrame:
@@ -115,9 +155,10 @@ def utterance(seconds: float) -> UtteranceFrame:
                           t=1.3 + seconds, verify_wake=True)
 
 
-def take(text: str, u: UtteranceFrame, readings: list[str], **plain) -> list[Frame]:
+def take(text: str, u: UtteranceFrame, readings: list[str] | Readings, **plain) -> list[Frame]:
+    hypotheses = readings if isinstance(readings, Readings) else Readings(readings, **plain)
     return harness.run([TranscriptFrame(text=text, asr_ms=1.0, utterance=u, t=u.t), EndFrame()],
-                       [TurnTaker("hey stella", 8, hypotheses=Readings(readings, **plain))])
+                       [TurnTaker("hey stella", 8, hypotheses=hypotheses)])
 
 
 def test_a_reading_with_the_name_wakes_and_its_rest_is_the_question():
@@ -142,6 +183,37 @@ def test_a_name_only_the_prompted_readings_have_does_not_wake():
     out = take("Hey me, what time in it?", utterance(2.0), ["Hey Stella. What time in it?", "What time in it?"],
                plain=("Here's the alarm, what time in it?",))
     assert [f.text for f in out if isinstance(f, UserTurnFrame)] == ["What time in it?"]
+
+
+def test_a_name_whisper_finds_unlikely_without_the_prompt_does_not_wake():
+    """Found in the transcript or in a reading, the name is scored with what came before it."""
+    unlikely = Readings(["Hey Stella, nice dress."], likely=False)
+    out = take("Hey Stella, nice dress.", utterance(2.0), unlikely)
+    assert not [f for f in out if isinstance(f, (WakeFrame, UserTurnFrame))]
+    assert [(m.lead, m.rest) for m in unlikely.scored] == [("Hey", "nice dress.")]
+    likely = Readings(["Hey Stella, what time is it?"])
+    out = take("Case Taylor, what time is it?", utterance(2.0), likely)
+    assert [f.text for f in out if isinstance(f, UserTurnFrame)] == ["what time is it?"]
+    assert [m.lead for m in likely.scored] == ["Hey"], "a \"hey\" whisper ran into the next word is given back"
+    out = take("Hey Della, nice dress.", utterance(2.0), unlikely := Readings(["Hey Della, nice dress."],
+                                                                             likely=False))
+    assert not unlikely.scored, "no name, nothing to score"
+
+
+def test_the_name_check_started_at_the_pause_is_not_run_again_for_the_final_transcript():
+    u = utterance(2.0)
+    pause = dataclasses.replace(u, final=False)
+    checks = Readings([])
+    out = harness.run([EarlyTranscriptFrame(text="Hey Stella, what time is it?", utterance=pause, t=u.t),
+                       TranscriptFrame(text="Hey Stella, what time is it?", asr_ms=1.0, utterance=u, t=u.t),
+                       EndFrame()], [TurnTaker("hey stella", 8, hypotheses=checks)])
+    assert [f.text for f in out if isinstance(f, UserTurnFrame)] == ["what time is it?"]
+    assert len(checks.scored) == 1
+    longer = dataclasses.replace(u, end=u.end + 1.0, audio=np.zeros(3 * RATE, np.float32))
+    harness.run([EarlyTranscriptFrame(text="Hey Stella, what", utterance=pause, t=u.t),
+                 TranscriptFrame(text="Hey Stella, what time is it?", asr_ms=1.0, utterance=longer, t=u.t + 1),
+                 EndFrame()], [TurnTaker("hey stella", 8, hypotheses=(checks := Readings([])))])
+    assert checks.heard[-1] == 3.0, "the user went on after the pause: the final utterance is checked anew"
 
 
 def test_no_reading_with_the_name_is_not_addressed():

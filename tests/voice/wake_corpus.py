@@ -4,12 +4,14 @@ Run on its own to (re)build it: ``.venv/bin/python tests/voice/wake_corpus.py``;
 (tests/bench/wake_rates.py) builds it on first use. Files go to
 ``~/.cache/stella/bench/wake/<folder>/`` (override the root with ``STELLA_WAKE_CORPUS``).
 
-Four sets, of disjoint voices: **tuning** and **seen** (folder v1: thresholds and matcher
+Five sets, of disjoint voices: **tuning** and **seen** (folder v1: thresholds and matcher
 rules were chosen on them — "seen" was the first held-out set, and once its misses had been
 read it was no longer held out), **seen2** (folder v2, the second held-out set, seen in turn
-once the n-best rules and the noisy model were chosen on it) and **heldout** (folder v3:
-voices, texts and noise seeds never used for tuning; reported, never tuned on; its look-alikes
-are also said over noise beds, where v1 and v2 had them clean only). Each set has
+once the n-best rules and the noisy model were chosen on it), **seen3** (folder v3, the third,
+seen once its false accepts had been read) and **heldout** (folder v4: voices, texts and noise
+seeds never used for tuning; reported, never tuned on; English accents with new espeak-ng
+variants and English said by seven other languages' voices; its look-alikes, like v3's, are
+also said over noise beds, where v1 and v2 had them clean only). Each set has
 
 * wake utterances ("Hey Stella, ..." for the phrase engine, "Hey Jarvis, ..." for the
   acoustic engines: the models this machine has), each voice saying several forms at random
@@ -50,14 +52,14 @@ SNR_DB = 10
 WAKE_GAP_S = 2.5  # between wake utterances: longer than the hang-over and the trigger's refractory time
 FILE_S = 300.0  # the other speech is cut into streams of about this length
 
-SETS = ("tuning", "seen", "seen2", "heldout")
+SETS = ("tuning", "seen", "seen2", "seen3", "heldout")
 # Where each set lives: its folder under ROOT, and its name in that folder's index and files
 # (the "seen" set was generated as v1's "heldout"; regenerated, it is the same audio).
-# (and "seen2" as v2's "heldout").
-FOLDER = {"tuning": "v1", "seen": "v1", "seen2": "v2", "heldout": "v3"}
-KEY = {"tuning": "tuning", "seen": "heldout", "seen2": "heldout", "heldout": "heldout"}
+# (and "seen2" as v2's "heldout", "seen3" as v3's).
+FOLDER = {"tuning": "v1", "seen": "v1", "seen2": "v2", "seen3": "v3", "heldout": "v4"}
+KEY = {"tuning": "tuning", "seen": "heldout", "seen2": "heldout", "seen3": "heldout", "heldout": "heldout"}
 # speech (not gaps) in the other speech
-TARGET_S = {"tuning": 15 * 60, "seen": 62 * 60, "seen2": 62 * 60, "heldout": 62 * 60}
+TARGET_S = {"tuning": 15 * 60, "seen": 62 * 60, "seen2": 62 * 60, "seen3": 62 * 60, "heldout": 62 * 60}
 # espeak-ng voices: (accent, variant) pairs. v2's variants were used in no earlier set.
 _V1_BASES = {"tuning": ("en-us", "en-gb", "en-gb-x-rp", "en-gb-x-gbclan"),
              "seen": ("en-gb-scotland", "en-029", "en-us-nyc", "en-gb-x-gbcwmd")}
@@ -79,17 +81,28 @@ _V3_VARIANTS = {"en-us": ("+Mike", "+Gene", "+Lee", "+Alex"),
                 "en-029": ("+antonio", "+Diogo", "+Nguyen", "+Tweaky"),
                 "en-us-nyc": ("+travis", "+sandro", "+pedro", "+AnxiousAndy"),
                 "en-gb-x-gbcwmd": ("+iven4", "+gustave", "+Henrique", "+klatt")}
+# v4: the English accents with espeak-ng's last human variants, and English said by espeak-ng's
+# German, French, Spanish, Italian, Hindi, Dutch and Polish voices (foreign accents: "Hey Stella"
+# in Spanish rules is "Hey Estela") with the classic variants, an accent none of them was tuned on.
+_V4_VARIANTS = {"en-us": ("+klatt2", "+Storm", "+RicishayMax"),
+                "en-gb": ("+klatt3", "+announcer", "+RicishayMax2"),
+                "en-gb-scotland": ("+klatt4", "+Mr", "+RicishayMax3"),
+                "en-029": ("+klatt5", "+klatt6", "+whisperf"),
+                "de": ("+f2", "+m3", "+m6"), "fr": ("+f1", "+m2", "+m5"), "es": ("+f4", "+m1", "+m7"),
+                "it": ("+f3", "+m4", "+m8"), "hi": ("+f5", "+m2", "+m6"), "nl": ("+f1", "+m3"),
+                "pl": ("+f2", "+m5"), "pt": ("+f3", "+m1")}
 ESPEAK_VOICES = {
     **{s: tuple(b + v for b in _V1_BASES[s] for v in _V1_VARIANTS[s]) for s in _V1_BASES},
     "seen2": tuple(b + v for b, vs in _V2_VARIANTS.items() for v in vs),
-    "heldout": tuple(b + v for b, vs in _V3_VARIANTS.items() for v in vs),
+    "seen3": tuple(b + v for b, vs in _V3_VARIANTS.items() for v in vs),
+    "heldout": tuple(b + v for b, vs in _V4_VARIANTS.items() for v in vs),
 }
 PIPER_SCALES = {"tuning": (0.85, 1.0, 1.2), "seen": (0.92, 1.1, 1.3), "seen2": (0.8, 1.05, 1.4),
-                "heldout": (0.88, 1.15, 1.35)}
-WAKES_PER_VOICE = {"tuning": 4, "seen": 6, "seen2": 6, "heldout": 6}
-# Seeds are strings: v2's and v3's carry a prefix, so none of their noise or choices repeats another's.
-SALT = {"v1": "", "v2": "v2-", "v3": "v3-"}
-NOISY_LOOKALIKES = {"v3"}  # folders whose look-alike scenes are said over a noise bed half the time
+                "seen3": (0.88, 1.15, 1.35), "heldout": (0.9, 1.12, 1.25)}
+WAKES_PER_VOICE = {"tuning": 4, "seen": 6, "seen2": 6, "seen3": 6, "heldout": 6}
+# Seeds are strings: v2's, v3's and v4's carry a prefix, so none of their noise or choices repeats another's.
+SALT = {"v1": "", "v2": "v2-", "v3": "v3-", "v4": "v4-"}
+NOISY_LOOKALIKES = {"v3", "v4"}  # folders whose look-alike scenes are said over a noise bed half the time
 
 NAMES = {"phrase": "Stella", "acoustic": "Jarvis"}
 WAKE_FORMS = ["Hey {n}.", "Hey {n}", "Hey {n}, what time is it?", "Hey {n}, turn on the lights.",
@@ -146,7 +159,7 @@ TIMES = ["this morning", "on Tuesday", "after a long debate", "late last night",
          "earlier today", "despite the protests", "in a short statement"]
 
 # The v2 (held-out) set's texts: none of them said in v1.
-V2_WAKE_FORMS = ["Hey {n}!", "Hey {n}?", "Hey {n}, are you there?", "Hey {n}, what's on my calendar?",
+V2_WAKE_FORMS = ["Hey {n}!", "Hey {n}?", "Hey {n}, are you there?", "Hey {n}, what's in my diary?",
                  "Hey {n}, open the curtains.", "Hey {n}, how long until sunset?", "Hey {n}, read me the news.",
                  "Hey {n}, add eggs to the shopping list.", "Hey {n}, call my brother.", "Hey {n}, good morning.",
                  "Hey {n}, what's the score?", "Hey {n}, make it warmer in here."]
@@ -254,6 +267,55 @@ V3_OBJECTS = ["a new bridge over the river", "higher energy bills", "a drought i
 V3_TIMES = ["this afternoon", "on Monday morning", "after a long wait", "earlier today", "before the election",
             "at the weekend", "for the first time in years"]
 
+# The v4 (held-out) set's texts: none of them said in v1, v2 or v3.
+V4_WAKE_FORMS = ["Hey {n}, what's on the agenda?", "Hey {n}, turn it up.", "Hey {n}, who won the game?",
+                 "Hey {n}, start the kettle.", "Hey {n}, lock the front door.", "Hey {n}, where are my keys?",
+                 "Hey {n}, sing me a song.", "Hey {n}, what day is it?", "Hey {n}, good night.",
+                 "Hey {n}, are you listening?", "Hey {n}, louder please.", "Hey {n}, what's new today?"]
+V4_CHATTER = [
+    "The postman left a card for a parcel.", "I think it might snow tonight.", "Her brother plays the trumpet.",
+    "We need new batteries for the torch.", "The soup is still too hot.", "Who moved my chair?",
+    "I'm taking the dog to the vet tomorrow.", "The car wash was closed.", "Their wedding is in June.",
+    "Can you hold the door for a second?", "I've lost my train ticket.", "The toaster smells of burning.",
+    "Let's sit by the window.", "The queue at the post office was enormous.", "My cousin moved to Canada.",
+    "There's a spider in the bath.", "We should call the plumber again.", "I prefer tea without sugar.",
+    "The lights flickered during the storm.", "Mind the step on the way out.", "My friend Stella from work says hello.",
+    "Our old friend Jarvis fixed the fence.", "I'll meet you outside the cinema.", "The bread is a bit stale.",
+    "He forgot his umbrella again.", "We ran out of petrol on the motorway.", "My watch stopped at midnight.",
+    "The children built a snowman.", "I can hear the neighbours' radio.", "Go and ask Stella whether she's coming.",
+]
+V4_REQUESTS = [
+    "why is the sky blue", "how many days until Christmas", "what is the biggest desert", "who invented the bicycle",
+    "how do you make bread", "what language do they speak in Brazil", "how hot is the sun", "why do leaves fall",
+    "what is the longest river", "how many bones are in the body", "when do the clocks change", "what do bees eat",
+]
+V4_OPENERS = ["Just curious,", "I keep wondering", "Could somebody find out", "Tell me honestly", "I read somewhere",
+              "My grandad always asks", "Before I forget,", "Does anybody know"]
+V4_LOOKALIKES = [
+    # for "hey stella"
+    "Hey Nella, the door's open.", "Hey Selma, how's the job?", "Hey Zelda, want a lift?", "Hey Stellan, good match.",
+    "Hey Stephanie, call me later.", "Hey Ellie, it's your turn.", "Hey Helen, see you soon.",
+    "Hey Isabella, nice shoes.", "Hey Gabriella, come and look.", "Hey Sally, over here.", "Hey Delia, thank you.",
+    "Hey, spell it out.", "Hey, sell the car.", "Hey, steady now.", "Hey Bettina, lunch is ready.",
+    "Hey Stelmach, your coffee.", "Hey Esther, what's new?",
+    # for "hey jarvis"
+    "Hey Marvel fans.", "Hey Gervais, nice joke.", "Hey Purvis, wait a minute.", "Hey Jarrett, sit here.",
+    "Hey Mario, let's go.", "Hey Curtis, your keys.", "Hey Archie, dinner.", "Hey Parvez, good morning.",
+    "Hey Davies, you're late.", "Hey Janis, the bus is here.", "Hey Carver, over here.", "Hey Jervais, hello.",
+    "Hey, jars of honey are on sale.", "Hey Harris, what's up?",
+]
+V4_SUBJECTS = ["The prime minister", "Surgeons", "A new report", "Forecasters", "Commuters",
+               "The fire brigade", "The zoo", "Bus drivers", "The water company", "Historians",
+               "The hospital trust", "Rescue teams", "Students", "The county council"]
+V4_VERBS = ["are preparing for", "have criticised", "reported on", "are debating", "have welcomed",
+            "said no to", "announced details of", "are concerned about", "praised the work on", "confirmed"]
+V4_OBJECTS = ["a new tunnel under the hills", "rising rents", "a heatwave next week", "a strike by rail workers",
+              "the closure of a factory", "a new vaccine trial", "gales along the coast", "cuts to library hours",
+              "a festival in the old town", "a spike in hay fever", "the reopening of the pier",
+              "a herd of deer on the golf course", "the price of petrol"]
+V4_TIMES = ["last night", "on Wednesday", "after weeks of delays", "this evening", "during the summit",
+            "over the holiday weekend", "for the third year running"]
+
 
 @dataclass(frozen=True)
 class Texts:
@@ -274,7 +336,9 @@ TEXTS = {"v1": Texts(WAKE_FORMS, CHATTER, REQUESTS, OPENERS, LOOKALIKES, SUBJECT
          "v2": Texts(V2_WAKE_FORMS, V2_CHATTER, V2_REQUESTS, V2_OPENERS, V2_LOOKALIKES, V2_SUBJECTS, V2_VERBS,
                      V2_OBJECTS, V2_TIMES),
          "v3": Texts(V3_WAKE_FORMS, V3_CHATTER, V3_REQUESTS, V3_OPENERS, V3_LOOKALIKES, V3_SUBJECTS, V3_VERBS,
-                     V3_OBJECTS, V3_TIMES)}
+                     V3_OBJECTS, V3_TIMES),
+         "v4": Texts(V4_WAKE_FORMS, V4_CHATTER, V4_REQUESTS, V4_OPENERS, V4_LOOKALIKES, V4_SUBJECTS, V4_VERBS,
+                     V4_OBJECTS, V4_TIMES)}
 
 @dataclass(frozen=True)
 class Voice:
@@ -443,6 +507,7 @@ class Builder:
         level = rms(np.concatenate([p for p in sub.parts if rms(p) > 0])) / 10 ** (rng.uniform(5, 15) / 20)
         background = bed(rng.choice(["music", "babble", "noise"]), len(speech) / RATE, rng,
                          lambda: self.say(self.news(rng), rng.choice(self.voices), rng) * 0.5)
+        background = np.pad(background, (0, max(0, len(speech) - len(background))))  # seconds * RATE rounded down
         offset = track.t
         track.parts.append(speech + background[:len(speech)] * level)
         track.spans += [Span(s.text, s.voice, round(s.start + offset, 3), round(s.end + offset, 3), s.scene)
