@@ -153,6 +153,22 @@ class SpeechResumedFrame(ControlFrame):
 
 
 @dataclass(kw_only=True)
+class WakeCheckFrame(ControlFrame):
+    """An utterance was checked for the wake word's name (the phrase and two-stage engines): whether
+    whisper wrote the name (`heard`), its own odds for it without the prompt and the floor they
+    must reach (None: not scored, e.g. in noise), and whether she woke. Settings' "try it" meter
+    shows it; no words, so nothing said reaches a log through it."""
+
+    event: ClassVar[str] = "wake_check"
+    interruptible: ClassVar[bool] = False
+    engine: str
+    heard: bool
+    odds: float | None = None
+    floor: float | None = None
+    woke: bool = False
+
+
+@dataclass(kw_only=True)
 class WakeFrame(ControlFrame):
     """The wake word was heard (`t`: when); `engine` is "openwakeword" or "phrase"."""
 

@@ -458,6 +458,19 @@ class SettingsPanel {
       label.hidden = !label.dataset.for.split(' ').includes(engine);  // data-for: the engines it belongs to
     }
   }
+
+  // "Try it": how surely the engine heard the wake word in the last thing said. For her name,
+  // whisper's own odds for it without the prompt, against the floor they must reach (the meter's
+  // middle mark); in noise, or for the built-in word, only whether she woke.
+  wakeCheck({ heard, odds, floor, woke }) {
+    const meter = $('wake-meter');
+    let sure = woke ? 1 : 0;
+    if (heard && odds != null && floor) sure = Math.min(1, Math.max(0, 1 - odds / (2 * floor)));
+    meter.value = sure;
+    $('wake-try-note').textContent = woke ? 'She heard her name ✓'
+      : heard ? 'That sounded like another name — say hers a little more clearly.'
+        : 'She did not hear her name in that.';
+  }
 }
 
 // --- the store's passphrase (when there is no keyring to hold its key) --------------------------
@@ -600,7 +613,9 @@ async function main() {
         toasts.show(e.detail, 'info', 8000);
       }
     },
-    wake: () => {
+    wake_check: (e) => settings.wakeCheck(e),
+    wake: (e) => {
+      if (e.engine === 'openwakeword') settings.wakeCheck({ heard: true, woke: true });
       wakeNode.classList.add('woke');
       setTimeout(() => wakeNode.classList.remove('woke'), 2500);
       say('Yes? I’m listening…');

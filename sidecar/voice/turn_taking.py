@@ -45,6 +45,7 @@ from sidecar.frames import (
     UserTurnFrame,
     UtteranceFrame,
     VolumeFrame,
+    WakeCheckFrame,
     WakeFrame,
 )
 from sidecar.intents import Intents, Stop, Tell, Volume, Wear
@@ -52,6 +53,7 @@ from sidecar.pipeline import Direction, Processor
 from sidecar.voice.audio import RATE
 from sidecar.voice.wake import FUSED_LEAD_INS, LEAD_INS, NameMatch, NameMatcher
 from sidecar.voice.wake_confirm import WakeCandidateFrame, WakeCandidates
+from sidecar.voice.wake_nbest import NameOdds
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +65,7 @@ class Hypotheses(Protocol):
 
     def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]: ...
 
-    def supports(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> bool: ...
+    def check(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> NameOdds: ...
 
     def prepare(self, words: str) -> None: ...
 
@@ -177,7 +179,7 @@ class TurnTaker(Processor):
         self._turns = 0
         self._preparing: asyncio.Task[None] | None = None
         # the name check a pause started: ((utterance start, end, words before the name), its task)
-        self._checking: tuple[tuple[float, float, str], asyncio.Task[bool]] | None = None
+        self._checking: tuple[tuple[float, float, str], asyncio.Task[NameOdds]] | None = None
 
     async def start(self) -> None:
         """Ready the name check's words in the background (the lead-ins as whisper writes them, the name)."""
@@ -221,7 +223,7 @@ class TurnTaker(Processor):
             await self.push(AddressedFrame(start=utterance.start), Direction.UP)
             if not utterance.interim and self.hypotheses is not None:
                 self._checking = (utterance.start, utterance.end, found.lead), asyncio.create_task(
-                    self._supported(found, utterance), name="wake-name-check")
+                    self._odds(found, utterance), name="wake-name-check")
         if utterance.interim:
             text = settled(text)
         likely = self._likely_turn(text, utterance)
@@ -251,8 +253,12 @@ class TurnTaker(Processor):
         addressed = self.window.covers(utterance)  # after a bare wake word: no n-best wait (~0.2 s)
         if found is None and utterance.verify_wake and self.hypotheses is not None and not addressed:
             found = await self._second_guess(text, utterance)
-        if found is not None and utterance.verify_wake and self.hypotheses is not None and not addressed:
-            found = await self._likely_name(found, utterance)
+        if utterance.verify_wake and not addressed:
+            odds = await self._likely_name(found, utterance) if found is not None else None
+            if odds is not None and not odds.taken:
+                found = None
+            await self.push(WakeCheckFrame(engine=self.engine, heard=odds is not None, odds=odds and odds.odds,
+                                           floor=odds and odds.floor, woke=found is not None, t=utterance.end))
         if found is not None:
             if utterance.verify_wake:  # the custom-phrase engine (or the two-stage one) just heard its name
                 await self.push(WakeFrame(word=self.wake_word, score=1.0, engine=self.engine, t=utterance.end))
@@ -291,25 +297,25 @@ class TurnTaker(Processor):
             return found
         return NameMatch(" ".join(text.split()[found.upto:]), found.upto)
 
-    async def _likely_name(self, found: NameMatch, utterance: UtteranceFrame) -> NameMatch | None:
-        """`found`, if whisper finds the name likely there without the prompt (else a look-alike:
-        "Hey Estelle" written "Hey Stella." because the prompt spells the name). The check the
-        pause started is used if it scored the same audio and words."""
+    async def _likely_name(self, found: NameMatch, utterance: UtteranceFrame) -> NameOdds:
+        """Whisper's odds for the name without the prompt (not taken: a look-alike, "Hey Estelle"
+        written "Hey Stella." because the prompt spells the name). The check the pause started is
+        used if it scored the same audio and words."""
         early, self._checking = self._checking, None
         if early is not None and early[0] == (utterance.start, utterance.end, found.lead):
-            supported = await early[1]
+            odds = await early[1]
         else:
             if early is not None:
                 early[1].cancel()
-            supported = await self._supported(found, utterance)
-        if supported:
-            return found
-        log.info("a name whisper wrote only because it was prompted: not taken")
-        return None
+            odds = await self._odds(found, utterance)
+        if not odds.taken:
+            log.info("a name whisper wrote only because it was prompted: not taken")
+        return odds
 
-    async def _supported(self, found: NameMatch, utterance: UtteranceFrame) -> bool:
-        assert self.hypotheses is not None
-        return await asyncio.to_thread(self.hypotheses.supports, utterance.audio, found, self.matcher.spellings)
+    async def _odds(self, found: NameMatch, utterance: UtteranceFrame) -> NameOdds:
+        if self.hypotheses is None:  # no second opinion: the name is taken as written
+            return NameOdds(None, None)
+        return await asyncio.to_thread(self.hypotheses.check, utterance.audio, found, self.matcher.spellings)
 
     async def _take(self, text: str, utterance: UtteranceFrame) -> None:
         self.window.spend()

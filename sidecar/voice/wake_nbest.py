@@ -20,7 +20,7 @@ reads only heads whose estimated SNR is under `noisy_below_db`; it loads at its 
 
 Prompted with the phrase, whisper also writes the name for a look-alike ("Hey Estelle", "Hey
 Fella", "Hey Celia" -> "Hey Stella."): on v3 (now seen), all 17 false wakes of the phrase engine on
-this machine were look-alike greetings written so. `supports` asks whisper for its own odds of the
+this machine were look-alike greetings written so. `check` asks whisper for its own odds of the
 name with no prompt: the log-probability of the name's tokens after the words before it,
 teacher-forced on the utterance's head (`CT2Transcriber.odds`, ~60 ms on tiny.en). A name the
 audio barely supports (below `name_floor`) is not taken. On v3 those 17 false wakes scored -12.0
@@ -31,11 +31,25 @@ there, so the check is off in noise (the head's SNR under `noisy_below_db`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from sidecar.voice.asr_ct2 import CT2Transcriber
 from sidecar.voice.audio import RATE, snr_db
 from sidecar.voice.wake import NameMatch
+
+
+@dataclass(frozen=True)
+class NameOdds:
+    """Whisper's odds for the name without the prompt, and the floor they must reach (None: not scored)."""
+
+    odds: float | None
+    floor: float | None
+
+    @property
+    def taken(self) -> bool:
+        return self.odds is None or self.floor is None or self.odds >= self.floor
 
 
 class NameHypotheses:
@@ -73,13 +87,12 @@ class NameHypotheses:
         head = np.asarray(audio, np.float32)[:int(self.head_s * RATE)]
         return max(self.model.odds(head, found.lead, spellings), default=None)
 
-    def supports(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> bool:
-        """Whether the name found in what whisper wrote is likely enough without the prompt (in a
-        quiet room: in noise whisper's odds fall for every word, the name's with them)."""
+    def check(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> NameOdds:
+        """How likely the name found in what whisper wrote is without the prompt; scored in a quiet
+        room only (in noise whisper's odds fall for every word, the name's with them)."""
         if self.name_floor is None or self.in_noise(audio):
-            return True
-        odds = self.name_odds(audio, found, spellings)
-        return odds is None or odds >= self.name_floor
+            return NameOdds(None, None)
+        return NameOdds(self.name_odds(audio, found, spellings), self.name_floor)
 
     def in_noise(self, audio: np.ndarray) -> bool:
         """Whether the utterance's head is under `noisy_below_db` of SNR (the name check is off there)."""

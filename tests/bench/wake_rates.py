@@ -8,8 +8,9 @@ single-stage openWakeWord engine (costly: ~140 ms of CPU per second). ``--wakes-
 the other speech (a quick look at false rejects).
 
 Each miss is put down to the stage that lost it — the trigger (no candidate), the VAD / gate
-(no transcript), whisper (the name in neither the transcript nor the n-best readings) or the
-matcher (the name is in the transcript, but not where a wake word may be) — and each hit and
+(no transcript), whisper (the name in neither the transcript nor the n-best readings), the
+matcher (the name is in the transcript, but not where a wake word may be) or the name check
+(the name where a wake word may be, but unlikely to whisper without the prompt) — and each hit and
 false accept to what found the name: whisper's transcript or its n-best readings.
 
 The corpus (tests/voice/wake_corpus.py) is generated once and cached. Every stream goes
@@ -51,7 +52,7 @@ from sidecar.voice.capture import FileSource  # noqa: E402
 from sidecar.voice.turn_taking import TurnTaker, WakeGate  # noqa: E402
 from sidecar.voice.wake import MicroWakeModel, NameMatch, NameMatcher, WakeModel, words  # noqa: E402
 from sidecar.voice.wake_confirm import WakeCandidateFrame  # noqa: E402
-from sidecar.voice.wake_nbest import NameHypotheses  # noqa: E402
+from sidecar.voice.wake_nbest import NameHypotheses, NameOdds  # noqa: E402
 from sidecar.voice_loop import LoadedModels, listening, name_hypotheses  # noqa: E402
 from tests.voice import wake_corpus  # noqa: E402
 from tests.voice.wake_corpus import SNR_DB, Corpus, Span, Stream  # noqa: E402
@@ -146,8 +147,9 @@ class MemoHypotheses:
     def prepare(self, words: str) -> None:
         self.inner.prepare(words)
 
-    def supports(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> bool:
-        """The inner check's decision; each name's odds are noted in `odds` (memoised like the readings)."""
+    def check(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> NameOdds:
+        """The inner check, memoised like the readings; each name's odds are noted in `odds`, in
+        noise too (where the check leaves them unscored)."""
         path = memo_path(self.folder, f"{self.tag} odds {found.lead} {spellings}", "", audio)
         if path.exists():
             odds = json.loads(path.read_text())
@@ -155,8 +157,9 @@ class MemoHypotheses:
             odds = self.inner.name_odds(audio, found, spellings)
             remember(path, odds)
         self.odds.append(odds)
-        floor = self.inner.name_floor
-        return floor is None or self.inner.in_noise(audio) or odds is None or odds >= floor
+        if self.inner.name_floor is None or self.inner.in_noise(audio):
+            return NameOdds(None, None)
+        return NameOdds(odds, self.inner.name_floor)
 
 
 def counting_ranks(engines: LoadedModels, matcher: NameMatcher, into: dict[str, int],
@@ -258,6 +261,8 @@ def loser(matcher: NameMatcher, triggered: bool, heard: str) -> str:
         return "trigger"
     if not heard:
         return "VAD / gate"
+    if any(matcher.match(part) for part in heard.split(" / ")):
+        return "name check"  # the name where a wake word may be, refused as unlikely without the prompt
     said = words(heard)
     return "matcher" if any(matcher.is_name(w, b) for w, b in zip(said, ["", *said], strict=False)) else "whisper"
 

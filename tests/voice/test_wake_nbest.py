@@ -18,13 +18,14 @@ from sidecar.frames import (
     TranscriptFrame,
     UserTurnFrame,
     UtteranceFrame,
+    WakeCheckFrame,
     WakeFrame,
 )
 from sidecar.voice.asr_ct2 import CT2Transcriber
 from sidecar.voice.audio import RATE
 from sidecar.voice.turn_taking import TurnTaker
 from sidecar.voice.wake import NameMatch, NameMatcher
-from sidecar.voice.wake_nbest import NameHypotheses
+from sidecar.voice.wake_nbest import NameHypotheses, NameOdds
 from sidecar.voice_loop import listening
 
 from . import harness
@@ -140,11 +141,11 @@ class Readings:
         assert prompt in ("Hey Stella.", "")
         return self.readings if prompt else self.plain
 
-    def supports(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> bool:
+    def check(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> NameOdds:
         assert spellings == ["Stella", "Stellar"]
         self.scored.append(found)
         self.heard.append(len(audio) / RATE)
-        return self.likely
+        return NameOdds(-2.0 if self.likely else -12.0, -9.5)
 
     def prepare(self, words: str) -> None:
         pass
@@ -191,13 +192,17 @@ def test_a_name_whisper_finds_unlikely_without_the_prompt_does_not_wake():
     out = take("Hey Stella, nice dress.", utterance(2.0), unlikely)
     assert not [f for f in out if isinstance(f, (WakeFrame, UserTurnFrame))]
     assert [(m.lead, m.rest) for m in unlikely.scored] == [("Hey", "nice dress.")]
+    assert [(f.heard, f.odds, f.floor, f.woke) for f in out if isinstance(f, WakeCheckFrame)] == [
+        (True, -12.0, -9.5, False)], "settings' meter is told the name was heard but not likely"
     likely = Readings(["Hey Stella, what time is it?"])
     out = take("Case Taylor, what time is it?", utterance(2.0), likely)
     assert [f.text for f in out if isinstance(f, UserTurnFrame)] == ["what time is it?"]
+    assert [(f.heard, f.woke) for f in out if isinstance(f, WakeCheckFrame)] == [(True, True)]
     assert [m.lead for m in likely.scored] == ["Hey"], "a \"hey\" whisper ran into the next word is given back"
     out = take("Hey Della, nice dress.", utterance(2.0), unlikely := Readings(["Hey Della, nice dress."],
                                                                              likely=False))
     assert not unlikely.scored, "no name, nothing to score"
+    assert [(f.heard, f.odds, f.woke) for f in out if isinstance(f, WakeCheckFrame)] == [(False, None, False)]
 
 
 def test_the_name_check_started_at_the_pause_is_not_run_again_for_the_final_transcript():
