@@ -114,7 +114,7 @@ def name_hypotheses(config: VoiceConfig, models: Models, transcriber: Transcribe
         if config.wake_nbest_noisy_model else None
     return NameHypotheses(own, config.wake_nbest, noisy=noisy,  # type: ignore[arg-type] - .readings, .odds
                           noisy_below_db=config.wake_nbest_noisy_db,
-                          name_floor=config.wake_name_floor if config.wake_name_check else None)
+                          name_floor=config.wake_name_floor, name_check=config.wake_name_check)
 
 
 def _deferred_ct2(name: str, models: Models, threads: int) -> DeferredReadings | None:

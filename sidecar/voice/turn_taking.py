@@ -62,6 +62,7 @@ class Hypotheses(Protocol):
     its n-best readings, and whether the name it wrote is likely without the prompt."""
 
     head_s: float
+    name_check: bool  # whether the odds decide (else they are only shown)
 
     def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]: ...
 
@@ -180,6 +181,7 @@ class TurnTaker(Processor):
         self._preparing: asyncio.Task[None] | None = None
         # the name check a pause started: ((utterance start, end, words before the name), its task)
         self._checking: tuple[tuple[float, float, str], asyncio.Task[NameOdds]] | None = None
+        self._reporting: asyncio.Task[None] | None = None  # odds that are only shown, on their way
 
     async def start(self) -> None:
         """Ready the name check's words in the background (the lead-ins as whisper writes them, the name)."""
@@ -190,7 +192,8 @@ class TurnTaker(Processor):
                                                   name="wake-prepare")
 
     async def stop(self) -> None:
-        pending = [t for t in (self._preparing, self._checking and self._checking[1]) if t is not None]
+        pending = [t for t in (self._preparing, self._checking and self._checking[1], self._reporting)
+                   if t is not None]
         await asyncio.gather(*pending, return_exceptions=True)  # a worker thread cannot be cancelled
 
     async def process(self, frame: Frame, direction: Direction) -> None:
@@ -254,11 +257,14 @@ class TurnTaker(Processor):
         if found is None and utterance.verify_wake and self.hypotheses is not None and not addressed:
             found = await self._second_guess(text, utterance)
         if utterance.verify_wake and not addressed:
-            odds = await self._likely_name(found, utterance) if found is not None else None
-            if odds is not None and not odds.taken:
-                found = None
-            await self.push(WakeCheckFrame(engine=self.engine, heard=odds is not None, odds=odds and odds.odds,
-                                           floor=odds and odds.floor, woke=found is not None, t=utterance.end))
+            if found is None:
+                await self.push(WakeCheckFrame(engine=self.engine, heard=False, t=utterance.end))
+            elif self.hypotheses is not None and self.hypotheses.name_check:
+                odds = await self._likely_name(found, utterance)
+                found = found if odds.taken else None
+                await self._report(odds, found is not None, utterance)
+            else:  # the odds are only shown: the turn does not wait for them
+                self._reporting = asyncio.create_task(self._report_later(found, utterance), name="wake-report")
         if found is not None:
             if utterance.verify_wake:  # the custom-phrase engine (or the two-stage one) just heard its name
                 await self.push(WakeFrame(word=self.wake_word, score=1.0, engine=self.engine, t=utterance.end))
@@ -312,9 +318,16 @@ class TurnTaker(Processor):
             log.info("a name whisper wrote only because it was prompted: not taken")
         return odds
 
+    async def _report(self, odds: NameOdds, woke: bool, utterance: UtteranceFrame) -> None:
+        await self.push(WakeCheckFrame(engine=self.engine, heard=True, odds=odds.odds, floor=odds.floor, woke=woke,
+                                       t=utterance.end))
+
+    async def _report_later(self, found: NameMatch, utterance: UtteranceFrame) -> None:
+        await self._report(await self._likely_name(found, utterance), True, utterance)
+
     async def _odds(self, found: NameMatch, utterance: UtteranceFrame) -> NameOdds:
         if self.hypotheses is None:  # no second opinion: the name is taken as written
-            return NameOdds(None, None)
+            return NameOdds(None)
         return await asyncio.to_thread(self.hypotheses.check, utterance.audio, found, self.matcher.spellings)
 
     async def _take(self, text: str, utterance: UtteranceFrame) -> None:

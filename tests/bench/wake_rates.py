@@ -144,6 +144,10 @@ class MemoHypotheses:
             count(self.ranks, next((str(i) for i, r in enumerate(readings, 1) if self.matcher.match(r)), "-"))
         return readings
 
+    @property
+    def name_check(self) -> bool:
+        return self.inner.name_check
+
     def prepare(self, words: str) -> None:
         self.inner.prepare(words)
 
@@ -157,9 +161,9 @@ class MemoHypotheses:
             odds = self.inner.name_odds(audio, found, spellings)
             remember(path, odds)
         self.odds.append(odds)
-        if self.inner.name_floor is None or self.inner.in_noise(audio):
-            return NameOdds(None, None)
-        return NameOdds(odds, self.inner.name_floor)
+        if self.inner.in_noise(audio):
+            return NameOdds(None)
+        return NameOdds(odds, self.inner.name_floor, self.inner.name_check)
 
 
 def counting_ranks(engines: LoadedModels, matcher: NameMatcher, into: dict[str, int],
@@ -329,9 +333,9 @@ def main() -> None:
                              "phrase engine's ~1700 transcripts take most of an hour here)")
     parser.add_argument("--noisy-nbest-model", default=VoiceConfig().wake_nbest_noisy_model,
                         help="whose n-best readings check the name in noisy speech (\"\": tiny.en's, as in clean)")
-    parser.add_argument("--name-floor", default=str(VoiceConfig().wake_name_floor),
-                        help="the unprompted odds a name whisper wrote needs (\"off\": every name is taken; the "
-                             "odds are reported either way)")
+    parser.add_argument("--name-floor", default=default_floor(),
+                        help="the unprompted odds a name whisper wrote needs (\"off\": every name is taken, the app's "
+                             "default; the odds are reported either way)")
     args = parser.parse_args()
     began, load_before = time.monotonic(), os.getloadavg()
     corpus = wake_corpus.load((args.set,))
@@ -375,7 +379,14 @@ def main() -> None:
     text = report(args, corpus, results, load_before, os.getloadavg(), time.monotonic() - began)
     print(text)
     if args.set == "heldout" and not args.other_files and not args.wakes_only:
-        (RESULTS / f"wake-heldout{'-' + args.only if args.only else ''}.md").write_text(text)
+        floor = f"-floor{args.name_floor}" if args.name_floor != default_floor() else ""
+        (RESULTS / f"wake-heldout{'-' + args.only if args.only else ''}{floor}.md").write_text(text)
+
+
+def default_floor() -> str:
+    """The app's: its floor if the check decides by default, else "off"."""
+    config = VoiceConfig()
+    return str(config.wake_name_floor) if config.wake_name_check else "off"
 
 
 def odds_text(odds: list[float | None]) -> str:
@@ -397,7 +408,7 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
         "",
         f"Command: `nice -n 19 .venv/bin/python tests/bench/wake_rates.py --set {which}"
         f"{' --baseline' if args.baseline else ''}{' --only ' + args.only if args.only else ''}"
-        f"{' --name-floor ' + args.name_floor if args.name_floor != str(VoiceConfig().wake_name_floor) else ''}`. "
+        f"{' --name-floor ' + args.name_floor if args.name_floor != default_floor() else ''}`. "
         f"Machine: {os.cpu_count()} cores, {platform.machine()}; load average {load_before[0]:.1f} at the start, "
         f"{load_after[0]:.1f} at the end (a shared machine); wall time {wall:.0f} s (whisper's transcripts memoised "
         "from earlier runs where the audio was the same).",

@@ -130,10 +130,11 @@ class Readings:
     head_s = 3.0
 
     def __init__(self, readings: list[str], plain: tuple[str, ...] = ("He's still at, what time is it?",),
-                 likely: bool = True) -> None:
+                 likely: bool = True, enforced: bool = True) -> None:
         self.readings = readings
         self.plain = list(plain)
         self.likely = likely  # whether whisper, unprompted, finds the name likely
+        self.enforced = self.name_check = enforced  # whether the floor decides (`wake_name_check`)
         self.scored: list[NameMatch] = []
         self.heard: list[float] = []  # the seconds of audio each check scored
 
@@ -145,7 +146,7 @@ class Readings:
         assert spellings == ["Stella", "Stellar"]
         self.scored.append(found)
         self.heard.append(len(audio) / RATE)
-        return NameOdds(-2.0 if self.likely else -12.0, -9.5)
+        return NameOdds(-2.0 if self.likely else -12.0, -9.5, enforced=self.enforced)
 
     def prepare(self, words: str) -> None:
         pass
@@ -203,6 +204,16 @@ def test_a_name_whisper_finds_unlikely_without_the_prompt_does_not_wake():
                                                                              likely=False))
     assert not unlikely.scored, "no name, nothing to score"
     assert [(f.heard, f.odds, f.woke) for f in out if isinstance(f, WakeCheckFrame)] == [(False, None, False)]
+
+
+def test_with_the_name_check_off_an_unlikely_name_still_wakes_and_the_meter_gets_its_odds():
+    """The default (`wake_name_check` false): the odds are only shown, once the turn has gone on."""
+    u = utterance(2.0)
+    out = harness.run([TranscriptFrame(text="Hey Stella, nice dress.", asr_ms=1.0, utterance=u, t=u.t), 0.2,
+                       EndFrame()], [TurnTaker("hey stella", 8, hypotheses=Readings([], likely=False, enforced=False))])
+    assert [f.text for f in out if isinstance(f, UserTurnFrame)] == ["nice dress."]
+    assert [(f.heard, f.odds, f.floor, f.woke) for f in out if isinstance(f, WakeCheckFrame)] == [
+        (True, -12.0, -9.5, True)]
 
 
 def test_the_name_check_started_at_the_pause_is_not_run_again_for_the_final_transcript():
