@@ -110,7 +110,7 @@ class CT2Transcriber:
         self._vocab = read_vocabulary(folder)
         self._bytes = byte_decoder()
         self._tokens: dict[str, list[int]] = {}
-        self._prompts_lock = threading.Lock()
+        self._tokens_lock = threading.Lock()
         special = {t: i for i, t in enumerate(self._vocab) if t.startswith("<|")}
         self._start = [special["<|startoftranscript|>"]]  # with timestamps: the repetition guard reads them
         if self._model.is_multilingual:  # English, transcribed (not left for the model to guess)
@@ -182,7 +182,7 @@ class CT2Transcriber:
     def _encoded(self, text: str) -> list[int]:
         """`text`'s tokens, each word's kept: the prompt and the wake check's few words recur."""
         pieces = _PIECES.findall(text)
-        with self._prompts_lock:  # a run that comes while `prepare` reads the tokenizer waits for it
+        with self._tokens_lock:  # a run that comes while `prepare` reads the tokenizer waits for it
             if missing := [p for p in pieces if p not in self._tokens]:
                 bpe = BPE(self._folder)
                 self._tokens.update((p, list(bpe.encode(p))) for p in missing)

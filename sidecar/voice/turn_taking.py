@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Protocol
+from collections.abc import Coroutine
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -56,6 +57,7 @@ from sidecar.voice.wake_confirm import WakeCandidateFrame, WakeCandidates
 from sidecar.voice.wake_nbest import NameOdds
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 class Hypotheses(Protocol):
     """Whisper's second opinion on an utterance's first `head_s` seconds (wake_nbest.NameHypotheses):
@@ -178,23 +180,25 @@ class TurnTaker(Processor):
         self.prompt = wake_word.replace("_", " ").title() + "."
         self.window = WakeWindow(window_s)
         self._turns = 0
-        self._preparing: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task] = set()  # held until done (the loop keeps only weak references)
         # the name check a pause started: ((utterance start, end, words before the name), its task)
         self._checking: tuple[tuple[float, float, str], asyncio.Task[NameOdds]] | None = None
-        self._reporting: asyncio.Task[None] | None = None  # odds that are only shown, on their way
 
     async def start(self) -> None:
         """Ready the name check's words in the background (the lead-ins as whisper writes them, the name)."""
         if self.hypotheses is not None and self.engine in ("phrase", "two_stage"):
             spoken = sorted(LEAD_INS | FUSED_LEAD_INS)
             words = " ".join([*spoken, *(w.title() for w in spoken), *self.matcher.spellings, ", . ! ?"])
-            self._preparing = asyncio.create_task(asyncio.to_thread(self.hypotheses.prepare, words),
-                                                  name="wake-prepare")
+            self._in_background(asyncio.to_thread(self.hypotheses.prepare, words), "wake-prepare")
 
     async def stop(self) -> None:
-        pending = [t for t in (self._preparing, self._checking and self._checking[1], self._reporting)
-                   if t is not None]
-        await asyncio.gather(*pending, return_exceptions=True)  # a worker thread cannot be cancelled
+        await asyncio.gather(*self._background, return_exceptions=True)  # a worker thread cannot be cancelled
+
+    def _in_background(self, work: Coroutine[Any, Any, T], name: str) -> asyncio.Task[T]:
+        task = asyncio.create_task(work, name=name)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return task
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         if isinstance(frame, WakeFrame):
@@ -225,8 +229,8 @@ class TurnTaker(Processor):
         if utterance.verify_wake and (found := self.matcher.match(text)) is not None:
             await self.push(AddressedFrame(start=utterance.start), Direction.UP)
             if not utterance.interim and self.hypotheses is not None:
-                self._checking = (utterance.start, utterance.end, found.lead), asyncio.create_task(
-                    self._odds(found, utterance), name="wake-name-check")
+                self._checking = (utterance.start, utterance.end, found.lead), self._in_background(
+                    self._odds(found, utterance), "wake-name-check")
         if utterance.interim:
             text = settled(text)
         likely = self._likely_turn(text, utterance)
@@ -264,7 +268,7 @@ class TurnTaker(Processor):
                 found = found if odds.taken else None
                 await self._report(odds, found is not None, utterance)
             else:  # the odds are only shown: the turn does not wait for them
-                self._reporting = asyncio.create_task(self._report_later(found, utterance), name="wake-report")
+                self._in_background(self._report_later(found, utterance), "wake-report")
         if found is not None:
             if utterance.verify_wake:  # the custom-phrase engine (or the two-stage one) just heard its name
                 await self.push(WakeFrame(word=self.wake_word, score=1.0, engine=self.engine, t=utterance.end))

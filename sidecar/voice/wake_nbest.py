@@ -69,13 +69,17 @@ class NameHypotheses:
         self.noisy_model, self.noisy_below_db = noisy, noisy_below_db
         self.name_floor, self.name_check = name_floor, name_check  # name_check: the floor decides
 
+    def head(self, audio: np.ndarray) -> np.ndarray:
+        """The first `head_s` seconds of a float32 16 kHz utterance: all that is read or scored."""
+        return np.asarray(audio, np.float32)[:int(self.head_s * RATE)]
+
     def noisy(self, audio: np.ndarray) -> bool:
         """Whether the noisy model reads this utterance."""
         return self.noisy_model is not None and self.in_noise(audio)
 
     def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]:
-        """The `n` best readings of the first `head_s` seconds of a float32 16 kHz utterance."""
-        head = np.asarray(audio, np.float32)[:int(self.head_s * RATE)]
+        """The `n` best readings of the utterance's head."""
+        head = self.head(audio)
         model = self.noisy_model if self.noisy(head) else self.model
         assert model is not None
         return model.readings(head, self.n, prompt)
@@ -89,16 +93,17 @@ class NameHypotheses:
         """Whisper's best log-probability, without a prompt, for any of the name's `spellings` after
         the words before it (always the ASR's own model: the floor was chosen on it); None if it
         cannot tell."""
-        head = np.asarray(audio, np.float32)[:int(self.head_s * RATE)]
-        return max(self.model.odds(head, found.lead, spellings), default=None)
+        return max(self.model.odds(self.head(audio), found.lead, spellings), default=None)
 
     def check(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> NameOdds:
         """How likely the name found in what whisper wrote is without the prompt; scored in a quiet
         room only (in noise whisper's odds fall for every word, the name's with them)."""
-        if self.in_noise(audio):
-            return NameOdds(None)
-        return NameOdds(self.name_odds(audio, found, spellings), self.name_floor, self.name_check)
+        return self.judge(audio, None if self.in_noise(audio) else self.name_odds(audio, found, spellings))
+
+    def judge(self, audio: np.ndarray, odds: float | None) -> NameOdds:
+        """The name's `odds` against the floor, or unscored in noise."""
+        return NameOdds(None) if self.in_noise(audio) else NameOdds(odds, self.name_floor, self.name_check)
 
     def in_noise(self, audio: np.ndarray) -> bool:
         """Whether the utterance's head is under `noisy_below_db` of SNR (the name check is off there)."""
-        return snr_db(np.asarray(audio, np.float32)[:int(self.head_s * RATE)]) < self.noisy_below_db
+        return snr_db(self.head(audio)) < self.noisy_below_db

@@ -74,12 +74,12 @@ def engines_to_run(trigger: float, baseline: bool, asr: str) -> list[Engine]:
         Engine("two_stage", "acoustic", VoiceConfig(asr_engine=asr, wake_engine="two_stage", wake_model="hey_jarvis",
                                                     wake_trigger_threshold=trigger),
                f"openWakeWord hey_jarvis trigger at {trigger} + VAD gate + whisper (prompted \"Hey Jarvis.\") "
-               "confirms the name in its transcript or its 4 best readings of the first 3 s, if whisper's own odds for "
-               "it without the prompt reach the floor"),
+               "confirms the name in its transcript or its 4 best readings of the first 3 s; whisper's own odds for "
+               "it without the prompt are noted (and decide with --name-floor)"),
         Engine("phrase", "phrase", VoiceConfig(asr_engine=asr, wake_engine="phrase", wake_phrase="hey stella"),
                "VAD + whisper (prompted \"Hey Stella.\") + name token (first or after lead-ins; one edit or the "
-               "same phonetic key) in the transcript or in whisper's 4 best readings of the first 3 s, if whisper's "
-               "own odds for it without the prompt reach the floor"),
+               "same phonetic key) in the transcript or in whisper's 4 best readings of the first 3 s; whisper's "
+               "own odds for it without the prompt are noted (and decide with --name-floor)"),
     ]
     if baseline:
         out.append(Engine("openwakeword", "acoustic",
@@ -161,9 +161,7 @@ class MemoHypotheses:
             odds = self.inner.name_odds(audio, found, spellings)
             remember(path, odds)
         self.odds.append(odds)
-        if self.inner.in_noise(audio):
-            return NameOdds(None)
-        return NameOdds(odds, self.inner.name_floor, self.inner.name_check)
+        return self.inner.judge(audio, odds)
 
 
 def counting_ranks(engines: LoadedModels, matcher: NameMatcher, into: dict[str, int],
