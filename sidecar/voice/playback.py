@@ -304,7 +304,7 @@ class Playback(Processor):
     def __init__(self, output: Output, pause_ms: int, *, volume_db: float = 0.0, volume_step_db: float = 6.0,
                  played: PlayedLog | None = None, rest_after_s: float = 15.0) -> None:
         """`rest_after_s`: the output rests once it has had nothing to play for this long (the conversation
-        has gone quiet, as for the voice's working memory in tts.py), and is hushed after `HUSH_AFTER_S`;
+        has gone quiet), and is hushed after `HUSH_AFTER_S`;
         the user speaking or typing wakes it."""
         super().__init__()
         self.output = output

@@ -35,7 +35,7 @@ class Synthesizer(Protocol):
         ...
 
     def release(self) -> None:
-        """Give back the working memory the last sentences used (the conversation has gone quiet)."""
+        """Give back the working memory the last sentences used (a reply has been made)."""
         ...
 
 
@@ -43,9 +43,9 @@ class _ArenaSession:
     """An onnxruntime session whose arena can be asked to give back what runs grew it by.
 
     VITS's activations grow with the sentence, and the arena keeps the largest ever made (measured:
-    +100 MiB after a six-sentence reply, held for good). Shrinking it after every run cost each reply's
-    first clause 27 ms (median, fresh pages to fault in), so it shrinks only when asked, by a run with
-    `shrink` set: `PiperSynth.release`, once the conversation has gone quiet.
+    +100 MiB after a six-sentence reply, held for good). Shrinking it after every run would make every
+    sentence fault in fresh pages, so it shrinks only when asked, by a run with `shrink` set:
+    `PiperSynth.release`, once a reply has been made in full.
     """
 
     def __init__(self, session: Any) -> None:
@@ -127,16 +127,15 @@ class EspeakSynth:
 
 
 class TTS(Processor):
-    """Sentences in, their audio out. Once no sentence has come for `release_after_s` after a reply, the
-    synthesizer's working memory goes back to the system (piper: up to 100 MiB after a long reply); within a
-    conversation it is kept, so each reply's first clause costs no page faults."""
+    """Sentences in, their audio out. Once a reply has been made in full, the synthesizer's working memory
+    goes back to the system (piper: 30-100 MiB) while she speaks it: held between turns, it was most of the
+    engine's growth after a turn. The next reply's first clause takes fresh pages again: ~4 ms on huge pages,
+    ~17 in 4 KiB ones (sidecar/memory.py)."""
 
-    def __init__(self, primary: Synthesizer, fallback: Synthesizer | None = None, *,
-                 release_after_s: float = 15.0) -> None:
+    def __init__(self, primary: Synthesizer, fallback: Synthesizer | None = None) -> None:
         super().__init__()
         self.primary = primary
         self.fallback = fallback
-        self.release_after_s = release_after_s
         self._release: asyncio.Task[None] | None = None
 
     async def stop(self) -> None:
@@ -147,10 +146,9 @@ class TTS(Processor):
         if not isinstance(frame, SentenceFrame):
             await self.push(frame, direction)
             if isinstance(frame, ReplyDoneFrame):
-                self._release_later()
+                if self._release is None or self._release.done():  # one under way gives back this reply's too
+                    self._release = asyncio.create_task(asyncio.to_thread(self._give_back), name="tts-release")
             return
-        if self._release is not None:
-            self._release.cancel()
         await self.push(frame, direction)
         began = time.perf_counter()
         engine = self.primary
@@ -167,15 +165,6 @@ class TTS(Processor):
         await self.push(SpeechAudioFrame(turn=frame.turn, index=frame.index, text=frame.text, audio=audio,
                                          rate=rate, tts_ms=took, engine=engine.name))
 
-    def _release_later(self) -> None:
-        async def release() -> None:
-            await asyncio.sleep(self.release_after_s)
-            await asyncio.to_thread(self._give_back)
-
-        if self._release is not None:
-            self._release.cancel()
-        self._release = asyncio.create_task(release(), name="tts-release")
-
     def _give_back(self) -> None:
         for engine in (self.primary, self.fallback):
             try:
@@ -184,4 +173,4 @@ class TTS(Processor):
             except Exception as exc:  # noqa: BLE001 - only memory is at stake: the next sentence loads what it needs
                 log.warning("%s could not give its working memory back: %s", engine.name, exc)
         give_back()
-        log.info("the voice's working memory given back (the conversation went quiet)")
+        log.debug("the voice's working memory given back (the reply is made)")

@@ -19,8 +19,7 @@ the voice on. Prints the figures and writes them as a markdown section to ``test
   renderer and zygotes), and of the engine; the whole app is their sum (shared pages counted in each);
 - idle CPU between turns: each part over 5 s of doing nothing, 2 s after the turn (the character blinks, and
   breathes with a GPU; the engine listens; the speaker stays up within a conversation);
-- memory once quiet: the whole app's PSS 20 s after the spoken turn, when the voice has given back the working
-  memory of the reply;
+- memory once quiet: the whole app's PSS 20 s after the spoken turn, the speaker resting;
 - idle CPU once quiet: each part over the next 10 s, the state the app spends its day in (waiting for its name;
   the speaker rests 15 s after her last word).
 """
@@ -57,7 +56,7 @@ WEBVIEWS = {"gtk": "WebKitGTK", "qt": "Qt WebEngine"}
 HELPERS = (b"QtWebEngineProcess", b"WebKitWebProcess", b"WebKitNetworkProcess", b"WebKitGPUProcess")
 MESSAGE = "Hello Stella! What do you like to do?"
 QUESTION = "What kind of books do you like to read?"  # spoken after the wake phrase; no test asks it
-QUIET_S = 20.0  # after the turn: the voice gives its working memory back 15 s after a reply (sidecar/voice/tts.py)
+QUIET_S = 20.0  # after the turn: the speaker rests 15 s after her last word (sidecar/voice/playback.py)
 QUIET_CPU_S = 10.0  # idle once quiet, measured this long: a blink every ~4 s, so a few of them
 LISTENING = ("document.getElementById('wake').dataset.voice === 'ready'"
              " && document.getElementById('link').dataset.transport === 'websocket'")

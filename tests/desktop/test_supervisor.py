@@ -109,3 +109,30 @@ def test_the_window_shell_starts_without_the_engines_code() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2])
     assert out.stdout.strip() == "[]"
+
+
+TUNABLES = textwrap.dedent("""
+    import os, sys
+    with open(sys.argv[1], "w") as out:
+        out.write(os.environ.get("GLIBC_TUNABLES", "-"))
+    print("channel_port=" + os.environ["STELLA_CHANNEL_PORT"], flush=True)
+    import time; time.sleep(600)
+""")
+
+
+def test_the_engine_heap_is_on_huge_pages_and_a_users_own_glibc_setting_wins(tmp_path: Path) -> None:
+    """Piper's working memory is given back after every reply: taken again on huge pages, the next reply's
+    first clause costs ~4 ms instead of ~17 (sidecar/memory.py)."""
+    seen = tmp_path / "tunables"
+    for users, expected in [(None, "glibc.malloc.hugetlb=1"),
+                            ("glibc.malloc.arena_max=2", "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"),
+                            ("glibc.malloc.hugetlb=0", "glibc.malloc.hugetlb=0")]:
+        env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+        env |= {"GLIBC_TUNABLES": users} if users else {}
+        supervisor = Supervisor([sys.executable, "-c", TUNABLES, str(seen)], Launch(SECRET, 0), env=env)
+        supervisor.start()
+        try:
+            assert supervisor.wait_running(10).state == "running"
+        finally:
+            supervisor.stop()
+        assert seen.read_text() == expected

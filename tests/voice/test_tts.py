@@ -85,17 +85,17 @@ def test_a_negative_thread_count_is_a_clear_error():
         VoiceConfig(tts_threads=-1)
 
 
-def test_the_voice_gives_its_memory_back_once_the_conversation_goes_quiet_not_between_turns():
+def test_the_voice_gives_its_memory_back_after_each_reply():
     voice, broken = Counting(), Broken()
     reply = [SentenceFrame(turn=1, index=0, text=TEXT), ReplyDoneFrame(turn=1, reason="stop", text=TEXT)]
     next_turn = [SentenceFrame(turn=2, index=0, text=TEXT), ReplyDoneFrame(turn=2, reason="stop", text=TEXT)]
-    # the next reply comes within the quiet spell: nothing given back in between, once after the last
-    run([*reply, 0.1, *next_turn, 0.6, EndFrame()], [TTS(voice, broken, release_after_s=0.3)])
-    assert voice.released == 1, "released between the turns of one conversation, or never after"
+    frames = run([*reply, 0.1, *next_turn, 0.1, EndFrame()], [TTS(voice, broken)])
+    assert len([f for f in frames if isinstance(f, SpeechAudioFrame)]) == 2
+    assert voice.released == 2, "not given back after each reply"
     # a fallback that fails to give back costs nothing but a log line
-    assert len([f for f in run([*reply, 0.6, EndFrame()], [TTS(voice, broken, release_after_s=0.3)])
+    assert len([f for f in run([*reply, 0.1, EndFrame()], [TTS(voice, broken)])
                 if isinstance(f, SpeechAudioFrame)]) == 1
-    assert voice.released == 2
+    assert voice.released == 3
 
 
 def test_piper_given_back_still_speaks(engines):
