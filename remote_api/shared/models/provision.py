@@ -35,8 +35,16 @@ def _ct2_int8(folder: Path) -> None:
     store_as_int8(folder)
 
 
+def _onnx_int8(folder: Path) -> None:
+    from remote_api.shared.models.onnx_int8 import store_as_int8  # numpy: only when a model is installed
+
+    for model in sorted(folder.glob("*.onnx")):
+        if not store_as_int8(model):
+            raise ModelError(f"{model.name}: no convolution weights to store as int8 — not the expected model")
+
+
 # What a spec's `convert` names: a step over the staged folder, between its source and the checksums.
-CONVERSIONS: dict[str, Callable[[Path], None]] = {"ct2-int8": _ct2_int8}
+CONVERSIONS: dict[str, Callable[[Path], None]] = {"ct2-int8": _ct2_int8, "onnx-int8": _onnx_int8}
 
 
 def default_root() -> Path:
