@@ -214,7 +214,7 @@ def check_models(args: argparse.Namespace) -> str:
 
 
 def check_keyring(args: argparse.Namespace) -> str:
-    from sidecar.store.keys import platform_keyring
+    from sidecar.store.os_keyring import platform_keyring
 
     service, account, value = "stella-selftest", f"selftest-{secrets.token_hex(4)}", secrets.token_hex(16)
     fix = ("start your desktop's keyring (on Linux a Secret Service such as gnome-keyring or KeePassXC on the "

@@ -1,6 +1,6 @@
 """Where the database key comes from: a raw 256-bit key in the OS keyring, or a typed passphrase.
 
-The keyring backend is pinned per platform. keyring's auto-detection could pick a plaintext or
+The keyring is pinned per platform (os_keyring.py). keyring's auto-detection could pick a plaintext or
 stdin-prompting backend (keyrings.alt, keyrings.cryptfile) and silently weaken the store, so it
 is never consulted. Without a usable keyring the store refuses to open and says how to switch to
 passphrase mode; it never falls back to an unencrypted file.
@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import re
 import secrets
-import sys
 import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from keyring.backend import KeyringBackend
-from keyring.errors import KeyringLocked
-
 from .errors import KeyringUnavailableError, WrongKeyError
+from .os_keyring import KeyringLocked, platform_keyring
 
 KEY_BYTES = 32
 _RAW_KEY_LITERAL = re.compile(r"x'([0-9a-f]{64}|[0-9a-f]{96})'", re.IGNORECASE)
@@ -122,21 +119,6 @@ class KeyringKey:
 
 
 KeySource = RawKey | PassphraseKey | KeyringKey
-
-
-def platform_keyring() -> KeyringBackend:
-    """The OS's own keyring backend, chosen by platform rather than by keyring's auto-detection."""
-    if sys.platform == "darwin":
-        from keyring.backends import macOS
-
-        return macOS.Keyring()
-    if sys.platform == "win32":
-        from keyring.backends import Windows
-
-        return Windows.WinVaultKeyring()
-    from keyring.backends import SecretService
-
-    return SecretService.Keyring()
 
 
 @contextmanager
