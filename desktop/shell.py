@@ -43,7 +43,8 @@ from sidecar.store.keys import KeyringKey
 
 log = logging.getLogger(__name__)
 
-ICON = Path(__file__).resolve().parent / "web" / "icon.svg"
+# icon.svg drawn at 128 px (build/icon.py): GTK loads a PNG itself, an SVG through librsvg (5.6 MiB more in the shell)
+ICON = Path(__file__).resolve().parent / "web" / "icon.png"
 BACKGROUND = "#f4f1fb"  # the page's own background, shown before it paints
 
 

@@ -63,3 +63,23 @@ def test_at_close_the_window_s_own_measure_wins_over_a_resize_it_never_reported(
     keeper.maximized()  # a maximized window is not measured: its restored size is what to keep
     keeper.closing((0, 0, 1920, 1080))
     assert keeper.geometry == Geometry(980, 660, 60, 40, maximized=True)
+
+
+def test_the_window_icon_is_the_svg_drawn():
+    """The shell gives GTK a PNG (an SVG would load librsvg into it); the PNG must be the current icon.svg."""
+    import sys
+    from pathlib import Path
+
+    import numpy as np
+    from PIL import Image
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "build"))
+    try:
+        from icon import render
+    finally:
+        sys.path.remove(str(root / "build"))
+    drawn = np.asarray(render(root / "desktop" / "web" / "icon.svg", 128), np.int16)
+    stored = np.asarray(Image.open(root / "desktop" / "web" / "icon.png").convert("RGBA"), np.int16)
+    assert stored.shape == drawn.shape and np.abs(stored - drawn).max() <= 2, \
+        "desktop/web/icon.png is not icon.svg: redraw it with build/icon.py's render(svg, 128)"
