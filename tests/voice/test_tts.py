@@ -9,7 +9,8 @@ import pytest
 
 from remote_api.shared.models.provision import Models
 from sidecar.config import VoiceConfig
-from sidecar.frames import EndFrame, ReplyDoneFrame, SentenceFrame, SpeechAudioFrame
+from sidecar.frames import EndFrame, Frame, ReplyDoneFrame, SentenceFrame, SpeechAudioFrame, TurnEndedFrame
+from sidecar.pipeline import Direction, Processor
 from sidecar.voice.audio import RATE, resample
 from sidecar.voice.tts import TTS, EspeakSynth, PiperSynth
 from sidecar.voice_loop import load_voices
@@ -96,6 +97,23 @@ def test_the_voice_gives_its_memory_back_after_each_reply():
     assert len([f for f in run([*reply, 0.1, EndFrame()], [TTS(voice, broken)])
                 if isinstance(f, SpeechAudioFrame)]) == 1
     assert voice.released == 3
+
+
+class Played(Processor):
+    """Playback that is over as soon as a sentence comes: says the turn ended, upstream."""
+
+    async def process(self, frame: Frame, direction: Direction) -> None:
+        await self.push(frame, direction)
+        if isinstance(frame, SentenceFrame):
+            await self.push(TurnEndedFrame(turn=frame.turn), Direction.UP)
+
+
+def test_the_heap_is_trimmed_once_she_has_said_it_all(monkeypatch):
+    trims = []
+    monkeypatch.setattr("sidecar.voice.tts.give_back", lambda: trims.append(1))
+    voice = Counting()
+    run([SentenceFrame(turn=1, index=0, text=TEXT), 0.1, EndFrame()], [TTS(voice, Broken()), Played()])
+    assert trims == [1] and voice.released == 0
 
 
 def test_piper_given_back_still_speaks(engines):
