@@ -29,12 +29,15 @@ def test_same_source_gives_byte_identical_atlas_and_manifest(make_source, tmp_pa
         assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes()
 
 
-def test_atlas_is_power_of_two_premultiplied_with_extruded_gutters(make_source, tmp_path: Path) -> None:
+def test_atlas_is_cropped_to_the_grid_premultiplied_with_extruded_gutters(make_source, tmp_path: Path) -> None:
     half_red = (255, 0, 0, 128)
     src = make_source([half_red, GREEN])
     manifest = build(src, tmp_path / "out")
     w, h = manifest.size
-    assert w & (w - 1) == 0 and h & (h - 1) == 0 and max(w, h) <= 4096
+    assert w % 16 == 0 and h % 16 == 0 and max(w, h) <= 4096  # every mip level up to 4 halves an even size
+    cells = [r for o in manifest.outfits for r in (o.rect, o.eyes_closed, o.mouth_open)]
+    assert w - 16 < max(r.x + r.w + GUTTER for r in cells) <= w  # no empty grid column or row kept
+    assert h - 16 < max(r.y + r.h + GUTTER for r in cells) <= h
     atlas = np.asarray(Image.open(tmp_path / "out" / "atlas.png"))
     r = manifest.outfit("o0").rect
     cell = atlas[r.y : r.y + r.h, r.x : r.x + r.w]
