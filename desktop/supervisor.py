@@ -10,8 +10,7 @@
 - An engine that exits without being asked is started again after a backoff (0.5 s, doubling
   up to 15 s; back to 0.5 s once a run lasted 30 s), told how many restarts there were and how
   the last run ended, so the UI can say what happened.
-- Its heap is on transparent huge pages (`sidecar/memory.py`: the voice's working memory is given back
-  after every reply and taken again at the next).
+- Its heap is tuned (`sidecar/memory.py`: huge pages, two malloc arenas).
 - `stop()` terminates it (SIGTERM, then SIGKILL after a grace period) and waits for it.
 """
 
@@ -30,7 +29,7 @@ from typing import IO, Literal
 
 from remote_api.shared.processes import die_with_parent, stop_process
 from sidecar.launch import PORT_LINE, Launch
-from sidecar.memory import with_huge_pages
+from sidecar.memory import engine_env
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +130,7 @@ class Supervisor:
     def _run_once(self, launch: Launch) -> str:
         """Run the engine until it exits; returns how it ended, in words."""
         try:
-            proc = subprocess.Popen(self.command, env=with_huge_pages({**(self.env or os.environ), **launch.env()}),
+            proc = subprocess.Popen(self.command, env=engine_env({**(self.env or os.environ), **launch.env()}),
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.stderr,
                                     text=True, preexec_fn=die_with_parent)
         except OSError as exc:

@@ -4,10 +4,15 @@ Loading a model reads its file and converts its weights (CTranslate2 to int8, on
 optimisations); the buffers freed afterwards stay in glibc's heap, counted in the app's memory
 until something reuses them. Measured after loading whisper, silero and piper: 33 MiB handed back.
 
-Piper's working memory goes back after every reply (tts.py), so the next reply's first clause takes
-~30 MiB of fresh pages. With glibc's heap on transparent huge pages (`glibc.malloc.hugetlb=1`, where
-the system allows them on request, as Debian and Ubuntu do) that costs ~4 ms, against ~17 ms in
-4 KiB pages (32 clauses each way, median; the engine's memory otherwise within 2 MiB).
+The engine's heap is tuned when the shell starts it (`engine_env`, glibc's tunables, read at exec):
+- on transparent huge pages (`glibc.malloc.hugetlb=1`, where the system allows them on request, as
+  Debian and Ubuntu do): piper's working memory goes back after every reply (tts.py), so the next
+  reply's first clause takes ~30 MiB of fresh pages, ~4 ms instead of ~17 ms in 4 KiB pages (32
+  clauses each way, median; the engine's memory otherwise within 2 MiB);
+- two malloc arenas, not eight per core: each thread that loads or runs a model (the loader, the
+  asyncio workers, onnxruntime's and CTranslate2's) kept its own arena's fragments, so the engine
+  after a spoken turn was 227-253 MiB PSS from run to run; with two, 220-224 (the whole app 537-545
+  -> 519-524, `tests/bench/bench_desktop.py`'s turn, three runs each).
 """
 
 from __future__ import annotations
@@ -17,8 +22,8 @@ import ctypes.util
 import functools
 from collections.abc import Mapping
 
-TUNABLES_ENV = "GLIBC_TUNABLES"  # read by glibc when a process starts, so set for the engine by the shell
-HUGE_PAGES = "glibc.malloc.hugetlb=1"
+TUNABLES_ENV = "GLIBC_TUNABLES"
+ENGINE_TUNABLES = {"glibc.malloc.hugetlb": "1", "glibc.malloc.arena_max": "2"}
 
 
 @functools.cache
@@ -38,10 +43,10 @@ def give_back() -> None:
         libc.malloc_trim(0)
 
 
-def with_huge_pages(env: Mapping[str, str]) -> dict[str, str]:
-    """`env` for a process whose heap should be on transparent huge pages (the engine); a user's own
-    `glibc.malloc.hugetlb` setting wins, their other tunables are kept."""
-    tunables = env.get(TUNABLES_ENV, "")
-    if "glibc.malloc.hugetlb=" in tunables:
-        return dict(env)
-    return {**env, TUNABLES_ENV: f"{tunables}:{HUGE_PAGES}" if tunables else HUGE_PAGES}
+def engine_env(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` with the engine's heap tunables added; a tunable the user set keeps their value, and their other
+    tunables are kept."""
+    tunables = [t for t in env.get(TUNABLES_ENV, "").split(":") if t]
+    own = {t.split("=", 1)[0] for t in tunables}
+    tunables += [f"{name}={value}" for name, value in ENGINE_TUNABLES.items() if name not in own]
+    return {**env, TUNABLES_ENV: ":".join(tunables)}

@@ -132,8 +132,7 @@ class TTS(Processor):
     goes back to the system (piper: 30-100 MiB) while she speaks it: held between turns, it was most of the
     engine's growth after a turn. The next reply's first clause takes fresh pages again: ~4 ms on huge pages,
     ~17 in 4 KiB ones (sidecar/memory.py). Once the turn is over (playback says so, upstream), the heap's free
-    pages go back too: what the turn's other work freed (measured: the engine 228-259 MiB after a turn without
-    it, 227-232 with it)."""
+    pages go back too: what the turn's other work freed."""
 
     def __init__(self, primary: Synthesizer, fallback: Synthesizer | None = None) -> None:
         super().__init__()
