@@ -10,7 +10,7 @@
 - An engine that exits without being asked is started again after a backoff (0.5 s, doubling
   up to 15 s; back to 0.5 s once a run lasted 30 s), told how many restarts there were and how
   the last run ended, so the UI can say what happened.
-- Its heap is tuned (`sidecar/memory.py`: huge pages, two malloc arenas).
+- Its heap is tuned (`sidecar/memory.py`: two malloc arenas).
 - `stop()` terminates it (SIGTERM, then SIGKILL after a grace period) and waits for it.
 """
 

@@ -4,15 +4,15 @@ Loading a model reads its file and converts its weights (CTranslate2 to int8, on
 optimisations); the buffers freed afterwards stay in glibc's heap, counted in the app's memory
 until something reuses them. Measured after loading whisper, silero and piper: 33 MiB handed back.
 
-The engine's heap is tuned when the shell starts it (`engine_env`, glibc's tunables, read at exec):
-- on transparent huge pages (`glibc.malloc.hugetlb=1`, where the system allows them on request, as
-  Debian and Ubuntu do): piper's working memory goes back after every reply (tts.py), so the next
-  reply's first clause takes ~30 MiB of fresh pages, ~4 ms instead of ~17 ms in 4 KiB pages (32
-  clauses each way, median; the engine's memory otherwise within 2 MiB);
-- two malloc arenas, not eight per core: each thread that loads or runs a model (the loader, the
-  asyncio workers, onnxruntime's and CTranslate2's) kept its own arena's fragments, so the engine
-  after a spoken turn was 227-253 MiB PSS from run to run; with two, 220-224 (the whole app 537-545
-  -> 519-524, `tests/bench/bench_desktop.py`'s turn, three runs each).
+The engine's heap is tuned when the shell starts it (`engine_env`, a glibc tunable, read at exec): two
+malloc arenas, not eight per core. Each thread that loads or runs a model (the loader, the asyncio workers,
+onnxruntime's and CTranslate2's) kept its own arena's fragments, so the engine after a spoken turn was
+227-253 MiB PSS from run to run; with two, 216-224 (the whole app 537-545 -> 516-523,
+`tests/bench/bench_desktop.py`'s turn). Not taken: the heap on transparent huge pages
+(`glibc.malloc.hugetlb=1`). Piper's working memory goes back after every reply (tts.py), and on huge
+pages the next reply's first clause took its fresh pages in ~6 ms instead of ~32 (32 clauses each way,
+median), but the kernel's khugepaged then filled the heap's holes to make huge pages: the engine grew by
+8-12 MiB in the 20 s after a turn.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import functools
 from collections.abc import Mapping
 
 TUNABLES_ENV = "GLIBC_TUNABLES"
-ENGINE_TUNABLES = {"glibc.malloc.hugetlb": "1", "glibc.malloc.arena_max": "2"}
+ENGINE_TUNABLES = {"glibc.malloc.arena_max": "2"}
 
 
 @functools.cache

@@ -130,9 +130,9 @@ class EspeakSynth:
 class TTS(Processor):
     """Sentences in, their audio out. Once a reply has been made in full, the synthesizer's working memory
     goes back to the system (piper: 30-100 MiB) while she speaks it: held between turns, it was most of the
-    engine's growth after a turn. The next reply's first clause takes fresh pages again: ~4 ms on huge pages,
-    ~17 in 4 KiB ones (sidecar/memory.py). Once the turn is over (playback says so, upstream), the heap's free
-    pages go back too: what the turn's other work freed."""
+    engine's growth after a turn. The next reply's first clause takes fresh pages again: ~30 ms (measured with
+    the int8 voice, whose weights are made float in the arena as it runs; sidecar/memory.py). Once the turn is
+    over (playback says so, upstream), the heap's free pages go back too: what the turn's other work freed."""
 
     def __init__(self, primary: Synthesizer, fallback: Synthesizer | None = None) -> None:
         super().__init__()

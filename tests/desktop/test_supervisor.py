@@ -121,15 +121,12 @@ TUNABLES = textwrap.dedent("""
 
 
 def test_the_engine_heap_is_tuned_and_a_users_own_glibc_setting_wins(tmp_path: Path) -> None:
-    """Huge pages (the next reply's first clause takes its fresh pages in ~4 ms, not ~17) and two malloc
-    arenas (the engine 220-224 MiB after a turn, not 227-253): sidecar/memory.py."""
+    """Two malloc arenas (the engine 216-224 MiB after a turn, not 227-253): sidecar/memory.py."""
     seen = tmp_path / "tunables"
-    ours = "glibc.malloc.hugetlb=1:glibc.malloc.arena_max=2"
+    ours = "glibc.malloc.arena_max=2"
     for users, expected in [(None, ours),
-                            ("glibc.malloc.check=0", "glibc.malloc.check=0:" + ours),
-                            ("glibc.malloc.hugetlb=0", "glibc.malloc.hugetlb=0:glibc.malloc.arena_max=2"),
-                            ("glibc.malloc.arena_max=8:glibc.malloc.hugetlb=2",
-                             "glibc.malloc.arena_max=8:glibc.malloc.hugetlb=2")]:
+                            ("glibc.malloc.hugetlb=1", "glibc.malloc.hugetlb=1:" + ours),
+                            ("glibc.malloc.arena_max=8:glibc.malloc.check=0",) * 2]:
         env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
         env |= {"GLIBC_TUNABLES": users} if users else {}
         supervisor = Supervisor([sys.executable, "-c", TUNABLES, str(seen)], Launch(SECRET, 0), env=env)
