@@ -65,8 +65,10 @@ def test_at_close_the_window_s_own_measure_wins_over_a_resize_it_never_reported(
     assert keeper.geometry == Geometry(980, 660, 60, 40, maximized=True)
 
 
-def test_the_window_icon_is_the_svg_drawn():
-    """The shell gives GTK a PNG (an SVG would load librsvg into it); the PNG must be the current icon.svg."""
+def test_the_window_icon_is_the_svg_drawn(tmp_path):
+    """The shell gives GTK a PNG (an SVG would load librsvg into it); the PNG must be the current icon.svg.
+    Drawn in a child process: Qt's renderer sets QT_QPA_PLATFORM and starts a QGuiApplication."""
+    import subprocess
     import sys
     from pathlib import Path
 
@@ -74,12 +76,12 @@ def test_the_window_icon_is_the_svg_drawn():
     from PIL import Image
 
     root = Path(__file__).resolve().parents[2]
-    sys.path.insert(0, str(root / "build"))
-    try:
-        from icon import render
-    finally:
-        sys.path.remove(str(root / "build"))
-    drawn = np.asarray(render(root / "desktop" / "web" / "icon.svg", 128), np.int16)
+    drawn_png = tmp_path / "drawn.png"
+    code = (f"import sys; sys.path.insert(0, {str(root / 'build')!r}); from icon import render; "
+            f"render(__import__('pathlib').Path({str(root / 'desktop' / 'web' / 'icon.svg')!r}), 128)"
+            f".save({str(drawn_png)!r})")
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, timeout=60)
+    drawn = np.asarray(Image.open(drawn_png).convert("RGBA"), np.int16)
     stored = np.asarray(Image.open(root / "desktop" / "web" / "icon.png").convert("RGBA"), np.int16)
     assert stored.shape == drawn.shape and np.abs(stored - drawn).max() <= 2, \
         "desktop/web/icon.png is not icon.svg: redraw it with build/icon.py's render(svg, 128)"
