@@ -231,7 +231,7 @@ def check_keyring(args: argparse.Namespace) -> str:
                           fix) from exc
     if got != value:
         raise CheckFailed("the OS keyring returned a different secret than the one stored", fix)
-    return f"{type(backend).__module__.rsplit('.', 1)[-1]} stored, returned and deleted a test secret"
+    return f"{backend.name} stored, returned and deleted a test secret"
 
 
 def check_database(args: argparse.Namespace) -> str:

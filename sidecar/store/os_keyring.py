@@ -22,6 +22,8 @@ class KeyringLocked(Exception):
 
 
 class OSKeyring(Protocol):
+    name: str  # which keyring, for the self-test's report
+
     def get_password(self, service: str, username: str) -> str | None: ...
 
     def set_password(self, service: str, username: str, password: str) -> None: ...
@@ -31,6 +33,8 @@ class OSKeyring(Protocol):
 
 class SecretServiceKeyring:
     """The Secret Service's default collection (gnome-keyring, KeePassXC, ...), unlocked on use if it can be."""
+
+    name = "SecretService"
 
     def _collection(self) -> Any:  # noqa: ANN401 - a secretstorage.Collection, imported only when used
         import secretstorage
@@ -82,6 +86,7 @@ class KeyringPackage:
 
     def __init__(self, backend: Any) -> None:  # noqa: ANN401 - a keyring.backend.KeyringBackend
         self.backend = backend
+        self.name = type(backend).__module__.rsplit(".", 1)[-1]  # macOS, Windows
 
     def _call(self, name: str, *args: str) -> Any:  # noqa: ANN401
         from keyring.errors import KeyringLocked as Locked
