@@ -7,7 +7,7 @@ until something reuses them. Measured after loading whisper, silero and piper: 3
 The engine's heap is tuned when the shell starts it (`engine_env`, a glibc tunable, read at exec): two
 malloc arenas, not eight per core. Each thread that loads or runs a model (the loader, the asyncio workers,
 onnxruntime's and CTranslate2's) kept its own arena's fragments, so the engine after a spoken turn was
-227-253 MiB PSS from run to run; with two, 216-224 (the whole app 537-545 -> 516-523,
+227-253 MiB PSS from run to run; with two, 216-240, most runs 216-224 (the whole app 537-545 -> 516-523,
 `tests/bench/bench_desktop.py`'s turn). Not taken: the heap on transparent huge pages
 (`glibc.malloc.hugetlb=1`). Piper's working memory goes back after every reply (tts.py), and on huge
 pages the next reply's first clause took its fresh pages in ~6 ms instead of ~32 (32 clauses each way,

@@ -121,7 +121,7 @@ TUNABLES = textwrap.dedent("""
 
 
 def test_the_engine_heap_is_tuned_and_a_users_own_glibc_setting_wins(tmp_path: Path) -> None:
-    """Two malloc arenas (the engine 216-224 MiB after a turn, not 227-253): sidecar/memory.py."""
+    """Two malloc arenas (the engine mostly 216-224 MiB after a turn, not 227-253): sidecar/memory.py."""
     seen = tmp_path / "tunables"
     ours = "glibc.malloc.arena_max=2"
     for users, expected in [(None, ours),
