@@ -138,11 +138,11 @@ class TTS(Processor):
         super().__init__()
         self.primary = primary
         self.fallback = fallback
-        self._release: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[None]] = set()  # held until done (the loop keeps only weak references)
 
     async def stop(self) -> None:
-        if self._release is not None:
-            self._release.cancel()
+        for task in self._background:
+            task.cancel()
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         if not isinstance(frame, SentenceFrame):
@@ -169,8 +169,11 @@ class TTS(Processor):
                                          rate=rate, tts_ms=took, engine=engine.name))
 
     def _in_background(self, work: Callable[[], None]) -> None:
-        if self._release is None or self._release.done():  # one under way gives back what this one would
-            self._release = asyncio.create_task(asyncio.to_thread(work), name="tts-release")
+        """Each one runs: a heap trim under way must not stand in for a reply's release (the release runs
+        under the voice's lock; trims may overlap, glibc's malloc_trim is thread-safe)."""
+        task = asyncio.create_task(asyncio.to_thread(work), name="tts-release")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     def _give_back(self) -> None:
         for engine in (self.primary, self.fallback):

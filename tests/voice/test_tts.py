@@ -116,6 +116,17 @@ def test_the_heap_is_trimmed_once_she_has_said_it_all(monkeypatch):
     assert trims == [1] and voice.released == 0
 
 
+def test_a_trim_under_way_does_not_stand_in_for_the_replys_release(monkeypatch):
+    import time
+
+    monkeypatch.setattr("sidecar.voice.tts.give_back", lambda: time.sleep(0.3))  # a slow trim, still running
+    voice = Counting()
+    # the turn's end is seen first (its trim starts), then the reply's end, while the trim still runs
+    run([SentenceFrame(turn=1, index=0, text=TEXT), 0.1, ReplyDoneFrame(turn=1, reason="stop", text=TEXT), 0.5,
+         EndFrame()], [TTS(voice, Broken()), Played()])
+    assert voice.released == 1, "the reply's working memory was not given back"
+
+
 def test_piper_given_back_still_speaks(engines):
     """After a release the arena is small again; the next sentence builds what it needs."""
     voice = engines.voice
