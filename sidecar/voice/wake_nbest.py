@@ -34,6 +34,7 @@ the odds go to Settings' "try it" meter.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -98,11 +99,11 @@ class NameHypotheses:
     def check(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> NameOdds:
         """How likely the name found in what whisper wrote is without the prompt; scored in a quiet
         room only (in noise whisper's odds fall for every word, the name's with them)."""
-        return self.judge(audio, None if self.in_noise(audio) else self.name_odds(audio, found, spellings))
+        return self.judge(audio, lambda: self.name_odds(audio, found, spellings))
 
-    def judge(self, audio: np.ndarray, odds: float | None) -> NameOdds:
-        """The name's `odds` against the floor, or unscored in noise."""
-        return NameOdds(None) if self.in_noise(audio) else NameOdds(odds, self.name_floor, self.name_check)
+    def judge(self, audio: np.ndarray, odds: Callable[[], float | None]) -> NameOdds:
+        """The name's odds (asked for only in a quiet room) against the floor; unscored in noise."""
+        return NameOdds(None) if self.in_noise(audio) else NameOdds(odds(), self.name_floor, self.name_check)
 
     def in_noise(self, audio: np.ndarray) -> bool:
         """Whether the utterance's head is under `noisy_below_db` of SNR (the name check is off there)."""

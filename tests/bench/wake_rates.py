@@ -161,7 +161,7 @@ class MemoHypotheses:
             odds = self.inner.name_odds(audio, found, spellings)
             remember(path, odds)
         self.odds.append(odds)
-        return self.inner.judge(audio, odds)
+        return self.inner.judge(audio, lambda: odds)
 
 
 def counting_ranks(engines: LoadedModels, matcher: NameMatcher, into: dict[str, int],
