@@ -39,8 +39,9 @@ def pack(
     for width, height in atlas_sizes(max_size):
         placed = _shelves(order, gutter, width, height)
         if placed is not None:
-            used = [(x + it.w + gutter, y + it.h + gutter) for it in order for x, y in [placed[it.key]]]
-            return (_on_grid(max(u[0] for u in used)), _on_grid(max(u[1] for u in used))), placed
+            right = max(placed[it.key][0] + it.w + gutter for it in order)
+            bottom = max(placed[it.key][1] + it.h + gutter for it in order)
+            return (_on_grid(right), _on_grid(bottom)), placed
     return None
 
 
