@@ -9,7 +9,7 @@ Run: ``.venv/bin/python tests/bench/piper_int8.py [--no-write]``; writes ``tests
   both voices; the log-mel spectra aligned by dynamic time warping (the durations may move by a frame), their
   mean absolute difference in dB. The yardstick: the same float32 voice as the app runs it (with its noise)
   against its own noiseless run — the change a listener already hears between two runs of one sentence;
-- intelligibility: whisper base's word errors on both voices as the app runs them (with noise), the same seeds.
+- intelligibility: whisper base's word errors on both voices as the app runs them (with noise).
 
 The sentences were written for this bench (no tuning was done on them: the conversion has no parameter).
 """
@@ -38,6 +38,7 @@ from remote_api.shared.models.sources import materialise  # noqa: E402
 from sidecar.voice.asr_ct2 import CT2Transcriber  # noqa: E402
 from sidecar.voice.audio import resample  # noqa: E402
 from sidecar.voice.logmel import log_mel  # noqa: E402
+from sidecar.voice.tts import PiperSynth  # noqa: E402
 from tests.voice.speech import word_errors, words  # noqa: E402
 
 OUT = Path(__file__).parent / "results" / "piper_int8.md"
@@ -57,43 +58,26 @@ SENTENCES = [
     "Rain is expected in the afternoon, clearing by the evening.",
 ]
 MEMORY_CHILD = """
-import json, sys, onnxruntime
+import json, sys, onnxruntime, piper  # the runtime and piper's code before the first reading: only the voice counted
 from pathlib import Path
-from piper import PiperConfig, PiperVoice, SynthesisConfig
-from piper.voice import ESPEAK_DATA_DIR
+from sidecar.voice.tts import PiperSynth
 def rss():
     return [int(l.split()[1]) / 1024 for l in open('/proc/self/status') if l.startswith('VmRSS')][0]
 before = rss()
-options = onnxruntime.SessionOptions(); options.intra_op_num_threads = 1; options.enable_mem_pattern = False
-session = onnxruntime.InferenceSession(sys.argv[1], sess_options=options, providers=["CPUExecutionProvider"])
-config = PiperConfig.from_dict(json.loads(Path(sys.argv[2]).read_text()))
-voice = PiperVoice(config=config, espeak_data_dir=Path(ESPEAK_DATA_DIR), session=session, download_dir=Path.cwd())
+voice = PiperSynth(Path(sys.argv[1]), threads=1)
 loaded = rss() - before
-list(voice.synthesize("Honestly, I had never heard of that band before, but I like them now.", SynthesisConfig()))
+voice("Honestly, I had never heard of that band before, but I like them now.")
 print(json.dumps({"loaded": loaded, "after_sentence": rss() - before}))
 """
 
 
-def load(path: Path, config: Path):  # noqa: ANN201 - a piper.PiperVoice
-    import onnxruntime
-    from piper import PiperConfig, PiperVoice
-    from piper.voice import ESPEAK_DATA_DIR
-
-    options = onnxruntime.SessionOptions()
-    options.intra_op_num_threads = 1
-    options.enable_mem_pattern = False
-    session = onnxruntime.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
-    return PiperVoice(config=PiperConfig.from_dict(json.loads(config.read_text())),
-                      espeak_data_dir=Path(ESPEAK_DATA_DIR), session=session, download_dir=Path.cwd())
-
-
-def say(voice, text: str, noise: bool, seed: int = 0) -> np.ndarray:  # noqa: ANN001
+def say(voice: PiperSynth, text: str, noise: bool) -> np.ndarray:
+    """`text` by the app's piper loader's voice, 16 kHz; without `noise`, deterministic (no noise in the graph)."""
     from piper import SynthesisConfig
 
-    np.random.seed(seed)  # piper's noise is drawn in the graph; the seed only steadies phonemisation's order
     config = SynthesisConfig() if noise else SynthesisConfig(noise_scale=0.0, noise_w_scale=0.0)
-    audio = np.concatenate([c.audio_float_array for c in voice.synthesize(text, config)])
-    return resample(audio.astype(np.float32), voice.config.sample_rate, 16000)
+    audio = np.concatenate([c.audio_float_array for c in voice._voice.synthesize(text, config)])
+    return resample(audio.astype(np.float32), voice._voice.config.sample_rate, 16000)
 
 
 def aligned_db(a: np.ndarray, b: np.ndarray) -> float:
@@ -112,9 +96,9 @@ def aligned_db(a: np.ndarray, b: np.ndarray) -> float:
     return float(total[-1, -1] / steps[-1, -1])
 
 
-def memory(path: Path, config: Path) -> dict[str, float]:
-    out = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(path), str(config)], capture_output=True,
-                         text=True, check=True)
+def memory(path: Path) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", MEMORY_CHILD, str(path)], capture_output=True, text=True,
+                         check=True, cwd=REPO)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -130,9 +114,10 @@ def main() -> int:
         config = published / spec.files[1].name
         i8 = Path(tmp) / "int8.onnx"
         i8.write_bytes(f32.read_bytes())
+        Path(f"{i8}.json").write_bytes(config.read_bytes())  # beside the model, where piper's loader reads it
         store_as_int8(i8)
-        mem = {"float32": memory(f32, config), "int8": memory(i8, config)}
-        voices = {"float32": load(f32, config), "int8": load(i8, config)}
+        mem = {"float32": memory(f32), "int8": memory(i8)}
+        voices = {"float32": PiperSynth(f32, threads=1), "int8": PiperSynth(i8, threads=1)}
         times: dict[str, list[float]] = {name: [] for name in voices}
         for _ in range(2):
             for text in SENTENCES:
@@ -146,8 +131,8 @@ def main() -> int:
             changes.append(aligned_db(plain, say(voices["int8"], text, noise=False)))
             yardstick.append(aligned_db(plain, say(voices["float32"], text, noise=True)))
         whisper = CT2Transcriber(Models().path("whisper-base-ct2"), 2)
-        errors = {name: sum(word_errors(text, whisper(say(voice, text, noise=True, seed=i)))
-                            for i, text in enumerate(SENTENCES)) for name, voice in voices.items()}
+        errors = {name: sum(word_errors(text, whisper(say(voice, text, noise=True))) for text in SENTENCES)
+                  for name, voice in voices.items()}
     total_words = sum(len(words(t)) for t in SENTENCES)
     lines = [
         "### Piper's voice in int8 (tests/bench/piper_int8.py)", "",
