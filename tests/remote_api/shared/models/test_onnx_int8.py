@@ -11,40 +11,10 @@ import onnxruntime as ort
 import pytest
 
 from remote_api.shared.models.errors import ConversionError
-from remote_api.shared.models.onnx_int8 import (
-    SUFFIX,
-    convolution_weights_as_int8,
-    fields,
-    quantize_weights,
-    store_as_int8,
-)
+from remote_api.shared.models.onnx_int8 import SUFFIX, convolution_weights_as_int8, quantize_weights, store_as_int8
+from remote_api.shared.models.onnx_wire import fields
 
-
-def varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
-        value >>= 7
-        if not value:
-            return bytes(out)
-
-
-def msg(number: int, payload: bytes) -> bytes:
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
-
-
-def num(number: int, value: int) -> bytes:
-    return varint(number << 3) + varint(value)
-
-
-def tensor(name: str, array: np.ndarray) -> bytes:
-    dims = msg(1, b"".join(varint(d) for d in array.shape))  # packed, as PyTorch's exporter writes them
-    return dims + num(2, 1) + msg(8, name.encode()) + msg(9, array.astype("<f4").tobytes())
-
-
-def value_info(name: str, shape: tuple[int, ...]) -> bytes:
-    dims = b"".join(msg(1, num(1, d)) for d in shape)  # TypeProto.tensor_type: elem_type float, shape
-    return msg(1, name.encode()) + msg(2, msg(1, num(1, 1) + msg(2, dims)))
+from .onnx_builder import msg, num, tensor, value_info, varint
 
 
 def conv_model(weights: dict[str, np.ndarray], weight_inputs: tuple[str, ...] = ()) -> bytes:
