@@ -2,21 +2,52 @@
 
 from __future__ import annotations
 
+import ctypes
+import os
+import sys
+import threading
 from typing import Any, Literal
 
 from sidecar.pipeline import VoiceError
 
 Kind = Literal["input", "output"]
 
+_first_use = threading.Lock()
+_listed = False
+
 
 def portaudio() -> Any:
     """The sounddevice module, imported on first use (a headless run needs no PortAudio)."""
-    try:
-        import sounddevice
-    except OSError as exc:  # PortAudio itself is missing
-        raise VoiceError(f"cannot use sound devices: {exc}. Install PortAudio (Debian: apt install "
-                         "libportaudio2), or run headless with --audio-in/--audio-out files") from None
+    global _listed
+    with _first_use:
+        try:
+            import sounddevice
+        except OSError as exc:  # PortAudio itself is missing
+            raise VoiceError(f"cannot use sound devices: {exc}. Install PortAudio (Debian: apt install "
+                             "libportaudio2), or run headless with --audio-in/--audio-out files") from None
+        if not _listed:
+            _listed = True
+            _unload_alsa_plugins()
     return sounddevice
+
+
+def _unload_alsa_plugins() -> None:
+    """Let ALSA unload the plugins PortAudio's device list loaded.
+
+    PortAudio lists ALSA's devices (at import) by opening every PCM the ALSA configuration names: on a
+    desktop with alsa-plugins that is a52 (libavcodec and its codecs), jack, oss, upmix, usb_stream..., and
+    ALSA keeps each plugin's libraries loaded for good. Freeing ALSA's global configuration once the list is
+    made unloads them: measured -10 MiB PSS in a process that then records and plays on the default device.
+    Nothing of ALSA is open at that moment (every use of PortAudio waits for this, under `_first_use`); a
+    stream opened later reads the configuration again and loads only the plugin it uses.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        alsa = ctypes.CDLL("libasound.so.2", mode=os.RTLD_NOLOAD)  # only if PortAudio loaded it
+    except OSError:
+        return
+    alsa.snd_config_update_free_global()
 
 
 def find_device(spec: str, kind: Kind) -> tuple[int | None, str, int]:

@@ -140,3 +140,31 @@ def test_a_microphone_that_stops_delivering_ends_the_session_with_a_clear_messag
     assert "Traceback" not in stderr
     errors = [json.loads(line) for line in log.read_text().splitlines() if '"error"' in line]
     assert errors and errors[-1]["fatal"] is True
+
+
+PLUGINS = """
+import json, numpy as np
+def loaded():
+    return sorted({line.split("/")[-1].strip() for line in open("/proc/self/maps") if "libasound_module_" in line})
+import sounddevice
+listed = loaded()
+from sidecar.voice.devices import portaudio
+sd = portaudio()
+after = loaded()
+sd.play(np.zeros(1600, np.float32), 16000); sd.wait()
+heard = sd.rec(1600, samplerate=16000, channels=1, dtype="float32"); sd.wait()
+print(json.dumps({"listed": listed, "after": after, "streams": loaded(), "recorded": len(heard)}))
+"""
+
+
+def test_the_alsa_plugins_listing_the_devices_loaded_are_unloaded_and_the_default_device_still_plays(env):
+    """PortAudio opens every PCM ALSA's configuration names to list the devices (the a52 encoder brings
+    libavcodec); once listed, only the plugin a stream uses is loaded again."""
+    out = subprocess.run([sys.executable, "-c", PLUGINS], env=env, cwd=ROOT, capture_output=True, text=True,
+                         timeout=60, check=True)
+    result = json.loads(out.stdout.splitlines()[-1])
+    assert "libasound_module_pcm_a52.so" in result["listed"], "alsa-plugins is installed (build/apt-packages.txt)"
+    assert result["after"] == [], "the listing's plugins still loaded"
+    assert "libasound_module_pcm_pulse.so" in result["streams"], "the default device (PulseAudio) was used"
+    assert "libasound_module_pcm_a52.so" not in result["streams"]
+    assert result["recorded"] == 1600
