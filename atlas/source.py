@@ -17,10 +17,12 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-
-from PIL import Image, UnidentifiedImageError
+from typing import TYPE_CHECKING
 
 from atlas.errors import AtlasError
+
+if TYPE_CHECKING:
+    from PIL import Image
 
 ALIGN = 16  # cell sizes and face regions sit on the coarsest mip level's grid
 DEFAULT_LAYERS = ("outfit", "accessories", "shading")
@@ -139,6 +141,8 @@ def _load_outfit(folder: Path, base: Path, available_base: set[str]) -> OutfitSo
 
 def read_layer(path: Path, cell: tuple[int, int]) -> Image.Image:
     """One layer, checked to be an RGBA PNG of exactly the cell size."""
+    from PIL import Image, UnidentifiedImageError  # here: the window's launch (`stella` reads this module) needs no PIL
+
     try:
         with Image.open(path) as img:
             if img.format != "PNG":
