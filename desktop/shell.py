@@ -26,13 +26,12 @@ import secrets
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import webview
-
 from atlas.user import choose_atlas
 from desktop import gpu, webview_backend
 from desktop.assets import AssetServer
 from desktop.geometry import MIN_SIZE, GeometryKeeper
 from desktop.page_automation import PageAutomation
+from desktop.pywebview import webview
 from desktop.supervisor import EngineStatus, Supervisor, engine_command
 from remote_api.shared.config_loader import ConfigError
 from remote_api.shared.processes import free_port

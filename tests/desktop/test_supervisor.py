@@ -104,8 +104,9 @@ def test_the_engine_dies_with_a_killed_shell(tmp_path: Path) -> None:
 def test_the_window_shell_starts_without_the_engines_code() -> None:
     """The shell (`stella`'s entry point, as the app starts it) imports only the launch contract of the engine:
     its frames, numpy, websockets, httpx and PIL (only for a user's own atlas, or `stella outfits`) would cost
-    the window a quarter of a second and 20 MiB."""
-    heavy = ["numpy", "websockets", "httpx", "PIL", "sidecar.channel", "sidecar.frames"]
+    the window a quarter of a second and 20 MiB. Nor pywebview's own HTTP server (bottle): the page comes from
+    the shell's AssetServer (desktop/pywebview.py)."""
+    heavy = ["numpy", "websockets", "httpx", "PIL", "sidecar.channel", "sidecar.frames", "bottle"]
     code = f"import sys, desktop.cli; print([m for m in {heavy!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2])
