@@ -6,6 +6,7 @@ restart is covered with the UI in test_web_ui.py and test_window.py.
 
 from __future__ import annotations
 
+import ast
 import os
 import signal
 import subprocess
@@ -106,11 +107,21 @@ def test_the_window_shell_starts_without_the_engines_code() -> None:
     its frames, numpy, websockets, httpx and PIL (only for a user's own atlas, or `stella outfits`) would cost
     the window a quarter of a second and 20 MiB. Nor pywebview's own HTTP server (bottle): the page comes from
     the shell's AssetServer (desktop/pywebview.py)."""
-    heavy = ["numpy", "websockets", "httpx", "PIL", "sidecar.channel", "sidecar.frames", "bottle"]
-    code = f"import sys, desktop.cli; print([m for m in {heavy!r} if m in sys.modules])"
+    assert imported_of("desktop.cli", ["numpy", "websockets", "httpx", "PIL", "sidecar.channel", "sidecar.frames",
+                                       "bottle"]) == []
+
+
+def test_the_engine_starts_without_httpx_command_line_client() -> None:
+    """httpx imports its CLI (click, pygments) when they are installed; the engine never runs it (2.2 MiB)."""
+    assert imported_of("sidecar.engine.__main__", ["httpx", "click", "pygments"]) == ["httpx"]
+
+
+def imported_of(module: str, names: list[str]) -> list[str]:
+    """Which of `names` a fresh Python has imported after importing `module`."""
+    code = f"import sys, {module}; print([m for m in {names!r} if m in sys.modules])"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2])
-    assert out.stdout.strip() == "[]"
+    return ast.literal_eval(out.stdout.strip())
 
 
 TUNABLES = textwrap.dedent("""
