@@ -20,8 +20,15 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+import mmap
+import sys
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
+if TYPE_CHECKING:
+    import numpy as np  # the shell imports this module for `engine_env`, and stays without numpy
+
+MADV_DONTNEED = 4  # Linux: the pages read as zeros until written again
 TUNABLES_ENV = "GLIBC_TUNABLES"
 ENGINE_TUNABLES = {"glibc.malloc.arena_max": "2"}
 
@@ -41,6 +48,25 @@ def give_back() -> None:
     libc = _libc()
     if libc is not None:
         libc.malloc_trim(0)
+
+
+def give_back_pages(array: np.ndarray) -> int:
+    """Hand the pages wholly inside `array`'s memory back to the system (Linux); returns how many bytes.
+
+    For a long-lived buffer whose contents are no longer needed (it reads as zeros afterwards): the system
+    gives it fresh pages again only where it is written next. Elsewhere nothing is done (0).
+    """
+    libc = _libc()
+    if libc is None or not sys.platform.startswith("linux") or not array.flags.c_contiguous:
+        return 0
+    page = mmap.PAGESIZE
+    start = -(-array.ctypes.data // page) * page
+    end = (array.ctypes.data + array.nbytes) // page * page
+    if end <= start:
+        return 0
+    if libc.madvise(ctypes.c_void_p(start), ctypes.c_size_t(end - start), MADV_DONTNEED) != 0:
+        return 0
+    return end - start
 
 
 def engine_env(env: Mapping[str, str]) -> dict[str, str]:

@@ -213,9 +213,12 @@ class DeviceOutput:
 
     def hush(self) -> None:
         """Nothing to play for a moment: the callback hands the device silence and returns, without
-        pulling or feeding the echo reference (within a conversation the stream stays up)."""
+        pulling or feeding the echo reference (within a conversation the stream stays up). Everything queued
+        has played, so the buffer's memory goes back: its 2 minutes of audio (20 MiB at 44.1 kHz) were all
+        resident once her replies had gone round it, for good."""
         if not self._hushed:
             self._hushed = True
+            self.buffer.ring.release()
             log.debug("speaker hushed")
 
     def rest(self) -> None:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from sidecar.memory import give_back_pages
+
 
 class Ring:
     def __init__(self, capacity: int, dtype: type = np.float32) -> None:
@@ -49,6 +51,12 @@ class Ring:
     def discard(self) -> None:
         """Ask the consumer to skip everything written so far (playback: drop queued audio)."""
         self._discard_to = self._written
+
+    def release(self) -> int:
+        """Nothing left to read: give the buffer's memory back to the system (bytes given; 0 if something is
+        still to be read). A ring written all the way round holds all its pages until then, though it is
+        mostly empty. Producer side: the consumer of an empty ring copies nothing out of the buffer."""
+        return give_back_pages(self._buf) if self.available() == 0 else 0
 
     # --- consumer ---------------------------------------------------------------------------
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import ctypes
+import mmap
+
 import numpy as np
 import pytest
 
@@ -215,3 +218,42 @@ def test_a_hushed_speaker_hands_the_device_silence_and_keeps_what_is_queued_for_
     output.wake()  # the stream never stopped (none here): only the pulls resume
     output._callback(out, 20, When(), None)
     assert out[:10, 0].tolist() == [1.0] * 10 and not out[10:].any()
+
+
+def resident(array: np.ndarray) -> int:
+    """Bytes of `array`'s whole pages the system holds in memory (mincore)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    page = mmap.PAGESIZE
+    start = -(-array.ctypes.data // page) * page
+    end = (array.ctypes.data + array.nbytes) // page * page
+    pages = (ctypes.c_ubyte * ((end - start) // page))()
+    assert libc.mincore(ctypes.c_void_p(start), ctypes.c_size_t(end - start), pages) == 0, ctypes.get_errno()
+    return sum(p & 1 for p in pages) * page
+
+
+def test_a_hushed_speaker_gives_back_the_memory_her_replies_went_round_the_buffer_in():
+    """Two minutes of her voice at 44.1 kHz fill the whole playback buffer (20 MiB) once: it stayed resident
+    for good. Once everything queued has played and the speaker hushes, it goes back; she still speaks after."""
+    class When:
+        outputBufferDacTime, currentTime = 0.05, 0.0
+
+    rate = 44100
+    output = DeviceOutput("speaker", rate)
+    output._clock, output.buffer = Clock(), JitterBuffer(rate)
+    ring, out = output.buffer.ring, np.zeros((rate // 10, 1), np.float32)
+    for _ in range(ring.capacity // len(out) + 5):  # a little over one time round
+        output.buffer.queue(np.full(len(out), 0.25, np.float32))
+        output._callback(out, len(out), When(), None)
+    size = ring.capacity * 4
+    assert resident(ring._buf) > 0.95 * size
+    output.buffer.queue(np.ones(10, np.float32))
+    output.hush()
+    assert resident(ring._buf) > 0.95 * size, "audio still queued: the buffer is kept"
+    output.wake()
+    output._callback(out, len(out), When(), None)
+    output.hush()
+    assert resident(ring._buf) < 0.01 * size
+    output.wake()
+    output.buffer.queue(np.full(len(out), 0.5, np.float32))
+    output._callback(out, len(out), When(), None)
+    assert np.all(out == 0.5), "the buffer works as before"
