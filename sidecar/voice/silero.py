@@ -11,7 +11,7 @@ The network (the graph's 16 kHz branch, read off the ONNX file; the 8 kHz branch
 - four 3-tap convolutions (padding 1, strides 1, 2, 2, 1), each followed by ReLU: 4 frames become 1;
 - an LSTM cell (PyTorch's gate order: input, forget, cell, output) carrying (h, c) from window to window;
 - ReLU, a 1x1 convolution to one value and a sigmoid: the speech probability.
-tests/voice/test_vad.py checks it window by window against onnxruntime running the file itself.
+tests/voice/test_silero.py checks it window by window against onnxruntime running the file itself.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ class SileroNet:
                     w = {key: np.array(found[prefix + key], np.float32) for key in WEIGHTS}
                     break
         else:
-            raise ConversionError(f"the silero VAD model {path} has no 16 kHz network silero v5's shape: "
+            raise ConversionError(f"the silero VAD model {path} has no 16 kHz network of silero v5's shape: "
                                   "reinstall Stella")
         encoder, frames = [], FRAMES
         for i, stride in enumerate(STRIDES):
