@@ -7,8 +7,9 @@ At launch, in this order, so the window shows while the engine is still starting
    pacing and Qt WebEngine's GL flags);
 2. the store is opened for the window geometry (the engine opens the same file for the rest;
    opening it here first means a first run creates the database and its key exactly once) —
-   with the keyring's key only: in passphrase mode the engine asks the page for the passphrase,
-   and the window does not keep its size and place;
+   with the keyring's key only, asked by a forked child (desktop/keyring_child.py: the keyring's client stays
+   out of the shell): in passphrase mode the engine asks the page for the passphrase, and the window does not
+   keep its size and place;
 3. the atlas to show is chosen: the user's own (`stella outfits`), else the built-in one;
 4. the engine starts under the supervisor, with a fresh secret and a free loopback port;
 5. the web view is chosen (WebKitGTK is loaded to see that it is there);
@@ -30,6 +31,7 @@ from atlas.user import choose_atlas
 from desktop import gpu, webview_backend
 from desktop.assets import AssetServer
 from desktop.geometry import MIN_SIZE, GeometryKeeper
+from desktop.keyring_child import KeyringKeyInChild
 from desktop.page_automation import PageAutomation
 from desktop.pywebview import webview
 from desktop.supervisor import EngineStatus, Supervisor, engine_command
@@ -38,7 +40,6 @@ from remote_api.shared.processes import free_port
 from sidecar.config import WindowConfig, load_app_config
 from sidecar.launch import Launch
 from sidecar.store import Store, StoreConfig, StoreError
-from sidecar.store.keys import KeyringKey
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,7 @@ class WindowOptions:
 
 def _open_store(path: Path) -> Store | None:
     try:
-        return Store.open(path, KeyringKey(service=StoreConfig().keyring_service))
+        return Store.open(path, KeyringKeyInChild(service=StoreConfig().keyring_service))
     except StoreError as exc:
         log.warning("the window will not remember its size and place: %s", exc)  # the page says why
         return None
