@@ -22,19 +22,17 @@ def _refuse(*_args: Any, **_kwargs: Any) -> NoReturn:
 
 
 class NoServer:
-    """pywebview's default server class, named in its signatures; never started."""
+    """pywebview's default server class (a default argument's value); never made."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         _refuse()
 
-    start_server = staticmethod(_refuse)
-
 
 def _stand_in() -> types.ModuleType:
+    """What pywebview reads of `webview.http` as it runs (its annotations naming the module's types are never
+    evaluated: both its modules postpone them)."""
     http = types.ModuleType("webview.http", "Stella's stand-in for pywebview's HTTP server (desktop/pywebview.py)")
     http.BottleServer = NoServer  # type: ignore[attr-defined]
-    http.ServerType = NoServer  # type: ignore[attr-defined]
-    http.ServerArgs = dict  # type: ignore[attr-defined]
     http.global_server = None  # type: ignore[attr-defined]
     http.start_server = _refuse  # type: ignore[attr-defined]
     http.start_global_server = _refuse  # type: ignore[attr-defined]

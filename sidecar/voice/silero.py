@@ -88,9 +88,7 @@ class SileroNet:
         for i, stride in enumerate(STRIDES):
             encoder.append(Convolution.of(w[f"encoder.{i}.reparam_conv.weight"], w[f"encoder.{i}.reparam_conv.bias"],
                                           stride, frames))
-            frames = encoder[-1].taps.shape[1]
-        if frames != 1:
-            raise ConversionError(f"the silero VAD model {path} does not end on one frame: reinstall Stella")
+            frames = encoder[-1].taps.shape[1]  # 4, 4, 2, 1, 1: the LSTM hears one frame
         order = np.concatenate([np.arange(HIDDEN * g, HIDDEN * (g + 1)) for g in (0, 1, 3, 2)])  # i, f, o, g
         lstm = np.concatenate([w["decoder.rnn.weight_ih"], w["decoder.rnn.weight_hh"]], axis=1)[order]
         bias = (w["decoder.rnn.bias_ih"] + w["decoder.rnn.bias_hh"])[order]
