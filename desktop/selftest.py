@@ -145,10 +145,15 @@ def _espeak() -> None:
 
 
 def _wakeword() -> None:
+    import numpy as np
     from pyopen_wakeword import Model, OpenWakeWord, OpenWakeWordFeatures
+
+    from sidecar.voice.wake_net import FEATURES, WINDOW, WakeNet
 
     OpenWakeWordFeatures.from_builtin().close()
     OpenWakeWord.from_builtin(Model.HEY_JARVIS).close()
+    if not 0 <= WakeNet.builtin("hey_stella").score(np.zeros((1, WINDOW * FEATURES), np.float32))[0] <= 1:
+        raise RuntimeError("the hey_stella wake model gives no score")
 
 
 def _whisper() -> None:

@@ -206,8 +206,9 @@ class UtteranceFrame(DataFrame):
     An `interim` one (never final) holds the words so far while the user is still speaking.
     The wake gate sets `wake_inside` when an acoustic wake word was said within it (so its
     transcript starts with the wake word) and `verify_wake` when the custom-phrase engine
-    must look for the name in its transcript; barge-in sets `barge_in` on the speech that
-    interrupted Stella.
+    must look for the name in its transcript, with `wake_score` the acoustic model's best score
+    inside it when one listens too (None: no acoustic opinion); barge-in sets `barge_in` on the
+    speech that interrupted Stella.
     """
 
     interruptible: ClassVar[bool] = False
@@ -219,6 +220,7 @@ class UtteranceFrame(DataFrame):
     interim: bool = False
     wake_inside: bool = False
     verify_wake: bool = False
+    wake_score: float | None = None
     barge_in: bool = False  # said over Stella's voice and cut her off: addressed to her
 
 

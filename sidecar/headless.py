@@ -51,8 +51,9 @@ class Options:
 
 
 def with_wake(config: AppConfig, wake: str) -> AppConfig:
-    """`--wake`: an openWakeWord model name, "off", or any other text as the custom phrase."""
-    name = wake.strip().lower().replace(" ", "_")
+    """`--wake`: an acoustic model's name ("hey_jarvis", "hey_stella"), "off", or any other text as the
+    custom phrase ("hey stella": whisper's phrase engine, with the acoustic model beside it)."""
+    name = wake.strip().lower()
     if name in WAKE_MODELS:
         voice = replace(config.voice, wake_engine="openwakeword", wake_model=name)
     elif name == "off":

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from remote_api.shared.models.errors import ModelError
 from remote_api.shared.models.provision import Models
 from sidecar.clock import Clock
-from sidecar.config import AppConfig, VoiceConfig
+from sidecar.config import TRAINED_WAKE_MODELS, AppConfig, VoiceConfig
 from sidecar.conversation import Conversation
 from sidecar.intents import Intents
 from sidecar.memory import give_back
@@ -42,6 +42,7 @@ from sidecar.voice.turn_end import SmartTurn
 from sidecar.voice.turn_taking import TurnTaker, WakeGate
 from sidecar.voice.vad import Endpointer, SileroVad
 from sidecar.voice.wake import AcousticWake, MicroWakeModel, WakeModel
+from sidecar.voice.wake_confirm import AcousticOpinion
 from sidecar.voice.wake_nbest import NameHypotheses
 
 log = logging.getLogger(__name__)
@@ -72,8 +73,8 @@ class LoadedModels:
         wake: WakeModel | MicroWakeModel | None = None
         if config.wake_engine == "two_stage" and config.wake_trigger == "micro":
             wake = MicroWakeModel(config.wake_model)
-        elif config.wake_engine in ("openwakeword", "two_stage"):
-            wake = WakeModel(models.path("wakeword"), config.wake_model)
+        elif config.wake_listener is not None:
+            wake = WakeModel(models.path("wakeword"), config.wake_listener)
         voice, fallback = load_voices(config, models, defer=defer_voice)
         turn = None
         if config.endpoint == "smart_turn":
@@ -179,24 +180,27 @@ def listening(config: VoiceConfig, loaded: LoadedModels, source: Source, intents
         cancel = EchoCancel(config, played)
         processors.append(cancel)
         canceller = cancel.canceller
-    if acoustic:
-        two_stage = config.wake_engine == "two_stage"
-        micro = two_stage and config.wake_trigger == "micro"
-        if loaded.wake is None or loaded.wake.name != config.wake_model or micro != isinstance(
-                loaded.wake, MicroWakeModel):
-            raise ValueError(f"the models were loaded without the {config.wake_model} model of the "
+    listener, opinion = config.wake_listener, None
+    if listener is not None:
+        micro = config.wake_engine == "two_stage" and config.wake_trigger == "micro"
+        if loaded.wake is None or loaded.wake.name != listener or micro != isinstance(loaded.wake, MicroWakeModel):
+            raise ValueError(f"the models were loaded without the {listener} model of the "
                              f"{config.wake_engine} engine")
-        threshold = config.wake_trigger_threshold if two_stage else config.wake_threshold
-        processors.append(AcousticWake(loaded.wake, threshold, candidates=two_stage))
+        candidates = config.wake_engine != "openwakeword"
+        threshold = {"openwakeword": config.wake_threshold, "two_stage": config.wake_trigger_threshold,
+                     "phrase": config.wake_acoustic_floor}[config.wake_engine]
+        processors.append(AcousticWake(loaded.wake, threshold, candidates=candidates))
+        if candidates and listener in TRAINED_WAKE_MODELS:  # a published model's scores are not ours to weigh
+            opinion = AcousticOpinion(config.wake_acoustic_floor, config.wake_acoustic_sure)
     turn = loaded.turn if config.endpoint == "smart_turn" else None  # None: the fixed hang-over
     processors.append(Endpointer(config, loaded.vad, echo_guard(config, canceller), turn))
     if config.barge_in:
         processors.append(BargeIn())
     return processors + [
-        WakeGate(config.wake_engine, config.wake_window_s, config.max_utterance_s),
+        WakeGate(config.wake_engine, config.wake_window_s, config.max_utterance_s, acoustic=listener is not None),
         ASR(loaded.transcriber, prompt),
         TurnTaker(wake_word, config.wake_window_s, engine=config.wake_engine, intents=intents,
-                  hypotheses=loaded.hypotheses if config.wake_nbest > 0 else None),
+                  hypotheses=loaded.hypotheses if config.wake_nbest > 0 else None, acoustic=opinion),
     ]
 
 

@@ -53,7 +53,7 @@ from sidecar.intents import Intents, Stop, Tell, Volume, Wear
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.audio import RATE
 from sidecar.voice.wake import FUSED_LEAD_INS, LEAD_INS, NameMatch, NameMatcher
-from sidecar.voice.wake_confirm import WakeCandidateFrame, WakeCandidates
+from sidecar.voice.wake_confirm import AcousticOpinion, WakeCandidateFrame, WakeCandidates
 from sidecar.voice.wake_nbest import NameOdds
 
 log = logging.getLogger(__name__)
@@ -112,9 +112,10 @@ class WakeGate(Processor):
     speech that may hold the name, only the first passes, and the rest once the turn taker has
     heard the name in its words so far (`AddressedFrame`): chatter costs one run, not one a second."""
 
-    def __init__(self, engine: str, window_s: float, max_utterance_s: float = 20.0) -> None:
+    def __init__(self, engine: str, window_s: float, max_utterance_s: float = 20.0, *, acoustic: bool = False) -> None:
         super().__init__()
         self.engine = engine
+        self.acoustic = acoustic  # the phrase engine has an acoustic model's candidates too
         self.window = WakeWindow(window_s)
         self.candidates = WakeCandidates(max_utterance_s + 2.0)
         self._interim_of: float | None = None  # the speech (its start) whose first interim passed
@@ -128,8 +129,9 @@ class WakeGate(Processor):
             self.window.wake(frame.t)
         elif isinstance(frame, WakeCandidateFrame):
             # The question after a bare wake word must reach ASR too; the turn taker takes it
-            # only if the candidate was confirmed.
-            self.window.wake(frame.t)
+            # only if the candidate was confirmed. (The phrase engine's gate lets all speech through.)
+            if self.engine == "two_stage":
+                self.window.wake(frame.t)
             self.candidates.trigger(frame.t, frame.score)
             for dropped in self.candidates.expire(frame.t):
                 log.debug("wake candidate at %.2f s dropped: no speech around it", dropped.t)
@@ -150,8 +152,10 @@ class WakeGate(Processor):
     def _admit(self, utterance: UtteranceFrame) -> bool:
         if utterance.push_to_talk or utterance.barge_in or self.engine == "off":
             return True
-        if self.engine == "two_stage" and self.candidates.held(utterance.start, utterance.end) is not None:
+        held = self.candidates.held(utterance.start, utterance.end)
+        if self.engine == "two_stage" and held is not None:
             utterance.verify_wake = True  # the turn taker confirms (or not) with the name
+            utterance.wake_score = held.score
             if utterance.final:
                 self.candidates.spend(utterance.end)
             return True
@@ -161,6 +165,10 @@ class WakeGate(Processor):
             return True
         if self.engine == "phrase":
             utterance.verify_wake = True
+            if self.acoustic:  # the acoustic model's opinion goes with it (0: it heard nothing like the name)
+                utterance.wake_score = held.score if held is not None else 0.0
+                if utterance.final:
+                    self.candidates.spend(utterance.end)
             return True
         return False
 
@@ -170,9 +178,11 @@ class TurnTaker(Processor):
     `intents` (optional) handles stop, volume and outfit requests locally."""
 
     def __init__(self, wake_word: str, window_s: float, *, engine: str = "phrase",
-                 intents: Intents | None = None, hypotheses: Hypotheses | None = None) -> None:
+                 intents: Intents | None = None, hypotheses: Hypotheses | None = None,
+                 acoustic: AcousticOpinion | None = None) -> None:
         super().__init__()
         self.engine = engine
+        self.acoustic = acoustic  # how an acoustic model's score weighs against whisper's reading
         self.intents = intents
         self.wake_word = wake_word
         self.matcher = NameMatcher(wake_word)
@@ -258,8 +268,12 @@ class TurnTaker(Processor):
             return
         found = self._name_in(text, utterance)
         addressed = self.window.covers(utterance)  # after a bare wake word: no n-best wait (~0.2 s)
-        if found is None and utterance.verify_wake and self.hypotheses is not None and not addressed:
+        score = utterance.wake_score if self.acoustic is not None else None
+        if found is None and utterance.verify_wake and self.hypotheses is not None and not addressed and (
+                score is None or self.acoustic.asks_whisper(score)):  # type: ignore[union-attr]
             found = await self._second_guess(text, utterance)
+        if utterance.verify_wake and not addressed and score is not None:
+            found = self._weigh(found, score)
         if utterance.verify_wake and not addressed:
             if found is None:
                 await self.push(WakeCheckFrame(engine=self.engine, heard=False, t=utterance.end))
@@ -283,6 +297,20 @@ class TurnTaker(Processor):
         else:
             log.info("not addressed: ignoring %d chars of speech", len(text))
             log.debug("not addressed: %r", text)
+
+    def _weigh(self, found: NameMatch | None, score: float) -> NameMatch | None:
+        """The acoustic model's say: a name whisper wrote that did not sound like it is dropped; one
+        the model is sure of wakes her without whisper (a bare wake word: she listens for the
+        question, since whisper's words for the utterance are not to be trusted)."""
+        assert self.acoustic is not None
+        if not self.acoustic.weigh(score, found is not None):
+            if found is not None:
+                log.info("a name whisper wrote that did not sound like it (acoustic %.2f): not taken", score)
+            return None
+        if found is None:
+            log.info("the acoustic model heard the name (%.2f) where whisper did not", score)
+            return NameMatch("")
+        return found
 
     async def _second_guess(self, text: str, utterance: UtteranceFrame) -> NameMatch | None:
         """The name in one of whisper's n-best readings of the utterance's start; the rest is

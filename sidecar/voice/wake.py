@@ -22,6 +22,7 @@ import numpy as np
 from sidecar.frames import AudioFrame, Frame, WakeFrame
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.wake_confirm import WakeCandidateFrame
+from sidecar.voice.wake_net import FEATURES, WINDOW, WakeNet
 from sidecar.voice.wake_phonetic import phonetic_key, sounds_like
 
 CHUNK = 1280  # openWakeWord's hop: 80 ms at 16 kHz
@@ -57,7 +58,9 @@ class Chunked:
 
 
 class WakeModel(Chunked):
-    """An openWakeWord model and its shared feature models, fed 80 ms at a time."""
+    """An openWakeWord model and its shared feature models, fed 80 ms at a time: a published
+    model (`folder/<name>.tflite`) or our own head on the same embeddings (`wake_net`,
+    "hey_stella")."""
 
     def __init__(self, folder: Path, name: str) -> None:
         from pyopen_wakeword import OpenWakeWord, OpenWakeWordFeatures
@@ -67,7 +70,8 @@ class WakeModel(Chunked):
         lib = _find_tensorflowlite_c()
         self.name = name
         self._features = OpenWakeWordFeatures(folder / "melspectrogram.tflite", folder / "embedding_model.tflite", lib)
-        self._detector = OpenWakeWord.from_model(folder / f"{name}.tflite", lib)
+        self._detector = NetDetector(WakeNet.builtin(name)) if WakeNet.has(name) \
+            else OpenWakeWord.from_model(folder / f"{name}.tflite", lib)
 
     def _score(self, chunk: bytes) -> list[float]:
         return [p for embedding in self._features.process_streaming(chunk)
@@ -76,6 +80,23 @@ class WakeModel(Chunked):
     def _reset(self) -> None:
         self._features.reset()
         self._detector.reset()
+
+
+class NetDetector:
+    """A `WakeNet` fed embeddings one at a time, as openWakeWord's detector is: a score for the
+    last `WINDOW` of them at each."""
+
+    def __init__(self, net: WakeNet) -> None:
+        self.net = net
+        self.reset()
+
+    def process_streaming(self, embedding: np.ndarray) -> list[float]:
+        self._window = np.roll(self._window, -1, axis=0)
+        self._window[-1] = embedding.reshape(-1)
+        return [float(self.net.score(self._window.reshape(1, -1))[0])]
+
+    def reset(self) -> None:
+        self._window = np.zeros((WINDOW, FEATURES), np.float32)
 
 
 class MicroWakeModel(Chunked):
@@ -120,6 +141,7 @@ class AcousticWake(Processor):
         self.refractory_s = refractory_s
         self.candidates = candidates
         self._quiet_until = -1.0
+        self._best = 0.0  # the best score since the last fresh detection
 
     async def start(self) -> None:
         self.model.reset()
@@ -130,13 +152,17 @@ class AcousticWake(Processor):
             return
         end = frame.t + frame.duration
         for score in self.model.scores(frame.pcm):
-            if score >= self.threshold and end >= self._quiet_until:
-                self._quiet_until = end + self.refractory_s
-                if self.candidates:
-                    await self.push(WakeCandidateFrame(word=self.model.name, score=round(score, 3), t=end))
-                else:
-                    await self.push(WakeFrame(word=self.model.name, score=round(score, 3), engine="openwakeword",
-                                              t=end))
+            if score < self.threshold:
+                continue
+            fresh = end >= self._quiet_until
+            if fresh:
+                self._quiet_until, self._best = end + self.refractory_s, score
+            if self.candidates and (fresh or score > self._best):
+                # a candidate's best score counts (wake_confirm.AcousticOpinion): a higher one is sent too
+                self._best = score
+                await self.push(WakeCandidateFrame(word=self.model.name, score=round(score, 3), t=end))
+            elif fresh and not self.candidates:
+                await self.push(WakeFrame(word=self.model.name, score=round(score, 3), engine="openwakeword", t=end))
 
 
 def words(text: str) -> list[str]:

@@ -12,6 +12,13 @@ audio) is set permissive and only *opens a candidate*; the candidate wakes Stell
 
 `WakeCandidates` is the sans-I/O bookkeeping of stage 1: candidates in, "does this utterance
 hold one?" out, stale ones dropped. Times are stream seconds; no clock is read here.
+
+`AcousticOpinion` weighs the acoustic model's best score in an utterance against whisper's
+reading of it, for the two-stage engine and for the phrase engine when a trained model of its
+phrase listens beside whisper ("hey stella": sidecar/voice/wake_net.py): under `floor` a name
+whisper wrote is a look-alike ("Hey Della" written "Hey Stella." because the prompt spells the
+name); at `sure` or over, the model alone wakes her, whatever whisper wrote (an accent whisper
+turns into "Thank you for watching.").
 """
 
 from __future__ import annotations
@@ -34,6 +41,20 @@ class WakeCandidateFrame(ControlFrame):
 
     word: str
     score: float
+
+
+@dataclass(frozen=True)
+class AcousticOpinion:
+    floor: float
+    sure: float
+
+    def weigh(self, score: float, heard_name: bool) -> bool:
+        """Whether the utterance wakes her."""
+        return score >= self.sure or (heard_name and score >= self.floor)
+
+    def asks_whisper(self, score: float) -> bool:
+        """Whether whisper's slower second opinion (its n-best readings) could change the verdict."""
+        return self.floor <= score < self.sure
 
 
 @dataclass(frozen=True)

@@ -69,22 +69,27 @@ class Engine:
     describe: str
 
 
-def engines_to_run(trigger: float, baseline: bool, asr: str) -> list[Engine]:
+def engines_to_run(trigger: float, baseline: bool, asr: str, floor: float, sure: float) -> list[Engine]:
+    """Every engine listens for "hey stella": the acoustic ones with our trained model of it."""
+    ours = dict(asr_engine=asr, wake_model="hey_stella", wake_acoustic_floor=floor, wake_acoustic_sure=sure)
     out = [
-        Engine("two_stage", "acoustic", VoiceConfig(asr_engine=asr, wake_engine="two_stage", wake_model="hey_jarvis",
-                                                    wake_trigger_threshold=trigger),
-               f"openWakeWord hey_jarvis trigger at {trigger} + VAD gate + whisper (prompted \"Hey Jarvis.\") "
-               "confirms the name in its transcript or its 4 best readings of the first 3 s; whisper's own odds for "
-               "it without the prompt are noted (and decide with --name-floor)"),
-        Engine("phrase", "phrase", VoiceConfig(asr_engine=asr, wake_engine="phrase", wake_phrase="hey stella"),
+        Engine("phrase", "phrase", VoiceConfig(**ours, wake_engine="phrase", wake_phrase="hey stella"),
                "VAD + whisper (prompted \"Hey Stella.\") + name token (first or after lead-ins; one edit or the "
-               "same phonetic key) in the transcript or in whisper's 4 best readings of the first 3 s; whisper's "
-               "own odds for it without the prompt are noted (and decide with --name-floor)"),
+               "same phonetic key) in the transcript or in whisper's 4 best readings of the first 3 s, weighed "
+               f"against the hey_stella model's best score in the utterance: a name whisper wrote counts from {floor}, "
+               f"and the model alone wakes her from {sure}"),
+        Engine("two_stage", "phrase", VoiceConfig(**ours, wake_engine="two_stage", wake_trigger_threshold=trigger),
+               f"the hey_stella model at {trigger} opens a candidate + VAD gate + whisper (prompted \"Hey Stella.\") "
+               f"confirms the name in its transcript or its 4 best readings of the first 3 s; the model alone wakes "
+               f"her from {sure}"),
+        Engine("acoustic", "phrase", VoiceConfig(**ours, wake_engine="openwakeword"),
+               f"the hey_stella model alone at {VoiceConfig().wake_threshold} (openWakeWord's features, our head), "
+               "single stage, no whisper"),
     ]
     if baseline:
-        out.append(Engine("openwakeword", "acoustic",
-                          VoiceConfig(asr_engine=asr, wake_engine="openwakeword", wake_model="hey_jarvis"),
-                          "openWakeWord hey_jarvis at 0.5, single stage (the previous acoustic engine)"))
+        out.append(Engine("phrase_whisper_only", "phrase",
+                          VoiceConfig(asr_engine=asr, wake_engine="phrase", wake_acoustic=False),
+                          "the phrase engine without the acoustic model (the engine before it)"))
     return out
 
 
@@ -178,6 +183,7 @@ class Wakes(Processor):
         self.wakes: list[float] = []
         self.candidates: list[float] = []
         self.heard: list[tuple[float, float, str]] = []  # (start, end, transcript)
+        self.scores: dict[float, float] = {}  # utterance start -> the acoustic model's best score in it
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         if isinstance(frame, WakeFrame):
@@ -198,6 +204,8 @@ class Tap(Processor):
             self.into.candidates.append(frame.t)
         elif isinstance(frame, TranscriptFrame):
             self.into.heard.append((frame.utterance.start, frame.utterance.end, frame.text))
+            if frame.utterance.wake_score is not None:
+                self.into.scores[frame.utterance.start] = frame.utterance.wake_score
         await self.push(frame, direction)
 
 
@@ -220,7 +228,7 @@ class Tally:
     wake_total: int = 0
     missed: list[tuple[Span, str]] = field(default_factory=list)  # and what whisper heard there
     other_s: float = 0.0  # seconds of speech in the other streams
-    false: list[tuple[str, Span | None]] = field(default_factory=list)  # (stream, span it fell in)
+    false: list[tuple[str, Span | None, str]] = field(default_factory=list)  # (stream, span it fell in, heard)
     trigger_missed: int = 0
     trigger_false: int = 0
     lost: dict[str, int] = field(default_factory=dict)  # misses by the stage that lost them
@@ -252,9 +260,13 @@ def count(into: dict[str, int], key: str) -> None:
     into[key] = into.get(key, 0) + 1
 
 
-def finder(matcher: NameMatcher, transcript: str) -> str:
-    """What found the name in an accepted utterance: its transcript, or else the n-best check."""
-    return "transcript" if matcher.match(transcript) else "n-best"
+def finder(matcher: NameMatcher, heard: str, sure: float) -> str:
+    """What found the name in an accepted utterance: its transcript, the acoustic model alone (at
+    `sure` or over; its score is in what was heard, `scored`), or else whisper's n-best check."""
+    text, _, score = heard.partition(" (acoustic ")
+    if matcher.match(text):
+        return "transcript"
+    return "acoustic model" if score and float(score.rstrip(")")) >= sure else "n-best"
 
 
 def loser(matcher: NameMatcher, triggered: bool, heard: str) -> str:
@@ -264,7 +276,9 @@ def loser(matcher: NameMatcher, triggered: bool, heard: str) -> str:
     if not heard:
         return "VAD / gate"
     if any(matcher.match(part) for part in heard.split(" / ")):
-        return "name check"  # the name where a wake word may be, refused as unlikely without the prompt
+        # the name where a wake word may be, refused: it did not sound like the name to the acoustic
+        # model, or whisper found it unlikely without the prompt
+        return "acoustic model" if "(acoustic" in heard else "name check"
     said = words(heard)
     return "matcher" if any(matcher.is_name(w, b) for w, b in zip(said, ["", *said], strict=False)) else "whisper"
 
@@ -278,13 +292,24 @@ def run_wakes(engines: LoadedModels, engine: Engine, stream: Stream, condition: 
     two_stage = engine.config.wake_engine == "two_stage"
     tally.wake_total += len(stream.spans)
     for s in stream.spans:
-        heard = " / ".join(text for start, end, text in seen.heard if start < s.end and end > s.start)
+        heard = " / ".join(text + scored(seen, start) for start, end, text in seen.heard
+                           if start < s.end and end > s.start)
         if id(s) in hits:
-            count(tally.found_by, finder(matcher, heard))
+            count(tally.found_by, finder(matcher, heard, engine.config.wake_acoustic_sure))
         else:
             tally.missed.append((s, heard))
             count(tally.lost, loser(matcher, id(s) in triggered or not two_stage, heard))
     tally.trigger_missed += sum(id(s) not in triggered for s in stream.spans)
+
+
+def scored(seen: Wakes, start: float) -> str:
+    return f" (acoustic {seen.scores[start]:.2f})" if start in seen.scores else ""
+
+
+def near(seen: Wakes, t: float) -> str:
+    """What whisper heard in the utterance that woke her at `t` (it ends there), with its acoustic score."""
+    start, _, text = min(seen.heard, key=lambda h: abs(h[1] - t), default=(0.0, 0.0, ""))
+    return text + scored(seen, start)
 
 
 def run_other(engines: LoadedModels, engine: Engine, streams: list[Stream], tally: Tally) -> None:
@@ -293,10 +318,9 @@ def run_other(engines: LoadedModels, engine: Engine, streams: list[Stream], tall
     for stream in streams:
         seen, _ = front_end(engines, engine.config, stream.wav("clean"))
         tally.other_s += stream.speech_s
-        tally.false += [(stream.name, inside(t, stream.spans)) for t in seen.wakes]
-        for t in seen.wakes:  # the utterance that woke her ends at t
-            heard = min(seen.heard, key=lambda h: abs(h[1] - t), default=(0.0, 0.0, ""))[2]
-            count(tally.false_by, finder(matcher, heard))
+        tally.false += [(stream.name, inside(t, stream.spans), near(seen, t)) for t in seen.wakes]
+        for t in seen.wakes:
+            count(tally.false_by, finder(matcher, near(seen, t), engine.config.wake_acoustic_sure))
         tally.trigger_false += len(seen.candidates)
         print(f"    {stream.name}: {len(seen.wakes)} false wakes, {len(seen.candidates)} candidates", flush=True)
 
@@ -312,9 +336,8 @@ def with_wake(engines: LoadedModels, engine: Engine, models: Models) -> LoadedMo
     engines that check names ask it)."""
     if engine.config.wake_engine == "two_stage" and engine.config.wake_trigger == "micro":
         return dataclasses.replace(engines, wake=MicroWakeModel(engine.config.wake_model))
-    if engine.config.wake_engine in ("openwakeword", "two_stage"):
-        return dataclasses.replace(engines, wake=WakeModel(models.path("wakeword"), engine.config.wake_model))
-    return dataclasses.replace(engines, wake=None)
+    listener = engine.config.wake_listener
+    return dataclasses.replace(engines, wake=listener and WakeModel(models.path("wakeword"), listener))
 
 
 def main() -> None:
@@ -322,7 +345,11 @@ def main() -> None:
     parser.add_argument("--set", choices=wake_corpus.SETS, default="heldout")
     parser.add_argument("--trigger", type=float, default=VoiceConfig().wake_trigger_threshold,
                         help="the two-stage engine's trigger threshold")
-    parser.add_argument("--baseline", action="store_true", help="also the single-stage openWakeWord engine")
+    parser.add_argument("--baseline", action="store_true", help="also the phrase engine without the acoustic model")
+    parser.add_argument("--floor", type=float, default=VoiceConfig().wake_acoustic_floor,
+                        help="the acoustic score a name whisper wrote needs")
+    parser.add_argument("--sure", type=float, default=VoiceConfig().wake_acoustic_sure,
+                        help="the acoustic score that wakes her without whisper")
     parser.add_argument("--only", help="run only this engine")
     parser.add_argument("--other-files", type=int, default=0, help="only the first N other-speech streams")
     parser.add_argument("--wakes-only", action="store_true", help="only the wake utterances (no false accepts)")
@@ -352,7 +379,7 @@ def main() -> None:
         base.hypotheses, folder, asr.ct2_model, args.noisy_nbest_model))
     others = corpus.other[args.set][:args.other_files or None]
     results: list[tuple[Engine, dict[str, Tally], float]] = []
-    for engine in engines_to_run(args.trigger, args.baseline, args.asr):
+    for engine in engines_to_run(args.trigger, args.baseline, args.asr, args.floor, args.sure):
         if args.only and engine.label != args.only:
             continue
         print(f"{engine.label}: {engine.describe}", flush=True)
@@ -361,6 +388,8 @@ def main() -> None:
         for condition in ("clean", "noisy"):
             tally = tallies[condition] = Tally()
             run_wakes(engines, engine, corpus.wake[args.set][engine.corpus], condition, tally)
+            if engine.config.wake_engine == "openwakeword":  # no whisper: nothing heard to tell
+                tally.lost = {"acoustic model": len(tally.missed)} if tally.missed else {}
             print(f"  {condition}: missed {len(tally.missed)}/{tally.wake_total} ({tally.fr:.1%}), lost at "
                   f"{tally.lost}; found by {tally.found_by}; n-best rank of the name {tally.hit_ranks}; "
                   f"the name's odds {odds_text(tally.hit_odds)}", flush=True)
@@ -459,7 +488,7 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
             if tally.false:
                 lines += ["", f"{engine.label}: false accepts", ""]
                 lines += [f"- {name}: " + (f"{s.voice} ({s.scene}): \"{s.text}\"" if s else "outside speech")
-                          for name, s in tally.false]
+                          + f" — heard \"{heard}\"" for name, s, heard in tally.false]
     return "\n".join(lines) + "\n"
 
 

@@ -7,6 +7,8 @@ wake-word benchmark) go to a cache dir outside the repo.
 from __future__ import annotations
 
 import os
+import subprocess
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -53,6 +55,22 @@ def espeak(text: str, *, voice: str = "en-us", speed: int = 160, pitch: int = 50
     samples, rate = EspeakSynth(voice, speed, pitch)(text)
     peak = float(np.max(np.abs(samples))) or 1.0
     return trim(resample(samples, rate, RATE)) / peak * level
+
+
+def flite(text: str, *, voice: str = "slt", stretch: float = 1.0, pitch: float = 1.0, level: float = 0.5) -> np.ndarray:
+    """CMU flite (Debian's flite): another synthesiser, for voices nothing was trained on.
+    `stretch` scales durations, `pitch` the voice's mean pitch."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "say.wav"
+        subprocess.run(["flite", "-voice", voice, "--setf", f"duration_stretch={stretch:.3f}",
+                        "--setf", f"int_f0_target_mean={110 * pitch if voice in MALE_FLITE else 170 * pitch:.0f}",
+                        "-t", text, "-o", str(out)], check=True, capture_output=True)
+        samples, rate = read_wav(out)
+    peak = float(np.max(np.abs(samples))) or 1.0
+    return trim(resample(samples, rate, RATE)) / peak * level
+
+
+MALE_FLITE = {"awb", "rms", "kal", "kal16"}
 
 
 def voices() -> dict[str, Callable[[str], np.ndarray]]:

@@ -3,12 +3,15 @@ engines were tuned on, and none of its other speech is a wake word by the bench'
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from sidecar.voice.wake import NameMatcher, words
 from tests.voice import wake_corpus as corpus
+from tests.voice import wake_train
 
-TUNED = ("tuning", "seen", "seen2", "seen3")
+TUNED = ("tuning", "seen", "seen2", "seen3", "seen4")
 
 
 def said(texts: corpus.Texts) -> set[str]:
@@ -40,10 +43,21 @@ def test_held_out_texts_and_seeds_are_new():
     heldout = said(corpus.TEXTS[corpus.FOLDER["heldout"]])
     for which in TUNED:
         assert not heldout & said(corpus.TEXTS[corpus.FOLDER[which]]), which
-    for earlier, later in (("v1", "v2"), ("v1", "v3"), ("v2", "v3")):
+    for earlier, later in itertools.combinations(sorted(corpus.TEXTS), 2):
         assert not said(corpus.TEXTS[earlier]) & said(corpus.TEXTS[later]), later
     assert corpus.FOLDER["heldout"] not in {corpus.FOLDER[w] for w in TUNED}
-    assert len({corpus.SALT[corpus.FOLDER[w]] for w in (*TUNED, "heldout")}) == 4, "noise and choices would repeat"
+    assert len({corpus.SALT[corpus.FOLDER[w]] for w in (*TUNED, "heldout")}) == 5, "noise and choices would repeat"
+
+
+def test_the_acoustic_model_was_trained_on_no_held_out_voice_language_or_synthesiser():
+    """tests/voice/wake_train.py's voices: the seen sets' and English from other languages' voices."""
+    trained = wake_train.training_voices()
+    heldout = corpus.voices("heldout")
+    assert not {v.id for v in trained} & {v.id for v in heldout}
+    languages = {v.name.split("+")[0] for v in trained if v.engine == "espeak"}
+    assert not languages & {v.name.split("+")[0] for v in heldout if v.engine == "espeak"}
+    assert "flite" in {v.engine for v in heldout} and "flite" not in {v.engine for v in trained}
+    assert set(wake_train.SEEN) == set(TUNED), "trained on a set the bench does not count as seen"
 
 
 @pytest.mark.parametrize("engine", sorted(corpus.NAMES))

@@ -45,21 +45,21 @@ import numpy as np  # noqa: E402
 import platformdirs  # noqa: E402
 
 from sidecar.voice.audio import RATE  # noqa: E402
-from tests.voice.speech import Piper, espeak, noise, save  # noqa: E402
+from tests.voice.speech import Piper, espeak, flite, noise, save  # noqa: E402
 
 ROOT = Path(os.environ.get("STELLA_WAKE_CORPUS") or Path(platformdirs.user_cache_dir("stella")) / "bench" / "wake")
 SNR_DB = 10
 WAKE_GAP_S = 2.5  # between wake utterances: longer than the hang-over and the trigger's refractory time
 FILE_S = 300.0  # the other speech is cut into streams of about this length
 
-SETS = ("tuning", "seen", "seen2", "seen3", "heldout")
+SETS = ("tuning", "seen", "seen2", "seen3", "seen4", "heldout")
 # Where each set lives: its folder under ROOT, and its name in that folder's index and files
 # (the "seen" set was generated as v1's "heldout"; regenerated, it is the same audio).
-# (and "seen2" as v2's "heldout", "seen3" as v3's).
-FOLDER = {"tuning": "v1", "seen": "v1", "seen2": "v2", "seen3": "v3", "heldout": "v4"}
-KEY = {"tuning": "tuning", "seen": "heldout", "seen2": "heldout", "seen3": "heldout", "heldout": "heldout"}
+# (and "seen2" as v2's "heldout", "seen3" as v3's, "seen4" as v4's).
+FOLDER = {"tuning": "v1", "seen": "v1", "seen2": "v2", "seen3": "v3", "seen4": "v4", "heldout": "v5"}
+KEY = {"tuning": "tuning", **{s: "heldout" for s in ("seen", "seen2", "seen3", "seen4", "heldout")}}
 # speech (not gaps) in the other speech
-TARGET_S = {"tuning": 15 * 60, "seen": 62 * 60, "seen2": 62 * 60, "seen3": 62 * 60, "heldout": 62 * 60}
+TARGET_S = {"tuning": 15 * 60, **{s: 62 * 60 for s in ("seen", "seen2", "seen3", "seen4", "heldout")}}
 # espeak-ng voices: (accent, variant) pairs. v2's variants were used in no earlier set.
 _V1_BASES = {"tuning": ("en-us", "en-gb", "en-gb-x-rp", "en-gb-x-gbclan"),
              "seen": ("en-gb-scotland", "en-029", "en-us-nyc", "en-gb-x-gbcwmd")}
@@ -91,18 +91,27 @@ _V4_VARIANTS = {"en-us": ("+klatt2", "+Storm", "+RicishayMax"),
                 "de": ("+f2", "+m3", "+m6"), "fr": ("+f1", "+m2", "+m5"), "es": ("+f4", "+m1", "+m7"),
                 "it": ("+f3", "+m4", "+m8"), "hi": ("+f5", "+m2", "+m6"), "nl": ("+f1", "+m3"),
                 "pl": ("+f2", "+m5"), "pt": ("+f3", "+m1")}
+# v5: English said by espeak-ng voices of ten languages no earlier set and no training voice had
+# (tests/voice/wake_train.py), and — a synthesiser nothing was trained or tuned on — flite's five.
+_V5_VARIANTS = {"sv": ("+f2", "+m1", "+m6"), "fi": ("+f4", "+m3", "+m8"), "cs": ("+f1", "+m2", "+m7"),
+                "hu": ("+f5", "+m4", "+m1"), "ro": ("+f3", "+m5", "+m2"), "da": ("+f2", "+m6", "+m3"),
+                "nb": ("+f1", "+m7", "+m4"), "sk": ("+f4", "+m8", "+m5"), "tr": ("+f5", "+m1", "+m6"),
+                "sl": ("+f3", "+m2", "+m7")}
+FLITE_VOICES = {"heldout": ("awb", "rms", "slt", "kal16", "kal")}
 ESPEAK_VOICES = {
     **{s: tuple(b + v for b in _V1_BASES[s] for v in _V1_VARIANTS[s]) for s in _V1_BASES},
     "seen2": tuple(b + v for b, vs in _V2_VARIANTS.items() for v in vs),
     "seen3": tuple(b + v for b, vs in _V3_VARIANTS.items() for v in vs),
-    "heldout": tuple(b + v for b, vs in _V4_VARIANTS.items() for v in vs),
+    "seen4": tuple(b + v for b, vs in _V4_VARIANTS.items() for v in vs),
+    "heldout": tuple(b + v for b, vs in _V5_VARIANTS.items() for v in vs),
 }
+# piper joe is the one piper speaker: every set has it, at speeds of its own
 PIPER_SCALES = {"tuning": (0.85, 1.0, 1.2), "seen": (0.92, 1.1, 1.3), "seen2": (0.8, 1.05, 1.4),
-                "seen3": (0.88, 1.15, 1.35), "heldout": (0.9, 1.12, 1.25)}
-WAKES_PER_VOICE = {"tuning": 4, "seen": 6, "seen2": 6, "seen3": 6, "heldout": 6}
-# Seeds are strings: v2's, v3's and v4's carry a prefix, so none of their noise or choices repeats another's.
-SALT = {"v1": "", "v2": "v2-", "v3": "v3-", "v4": "v4-"}
-NOISY_LOOKALIKES = {"v3", "v4"}  # folders whose look-alike scenes are said over a noise bed half the time
+                "seen3": (0.88, 1.15, 1.35), "seen4": (0.9, 1.12, 1.25), "heldout": (0.83, 0.97, 1.45)}
+WAKES_PER_VOICE = {"tuning": 4, "seen": 6, "seen2": 6, "seen3": 6, "seen4": 6, "heldout": 6}
+# Seeds are strings: v2's to v5's carry a prefix, so none of their noise or choices repeats another's.
+SALT = {"v1": "", "v2": "v2-", "v3": "v3-", "v4": "v4-", "v5": "v5-"}
+NOISY_LOOKALIKES = {"v3", "v4", "v5"}  # folders whose look-alike scenes are said over a noise bed half the time
 
 NAMES = {"phrase": "Stella", "acoustic": "Jarvis"}
 WAKE_FORMS = ["Hey {n}.", "Hey {n}", "Hey {n}, what time is it?", "Hey {n}, turn on the lights.",
@@ -316,6 +325,57 @@ V4_OBJECTS = ["a new tunnel under the hills", "rising rents", "a heatwave next w
 V4_TIMES = ["last night", "on Wednesday", "after weeks of delays", "this evening", "during the summit",
             "over the holiday weekend", "for the third year running"]
 
+# The v5 (held-out) set's texts: none of them said in v1 to v4 or in training.
+V5_WAKE_FORMS = ["Hey {n}, what's the time in Tokyo?", "Hey {n}, shuffle my playlist.", "Hey {n}, is the shop open?",
+                 "Hey {n}, switch on the fan.", "Hey {n}, how's the traffic?", "Hey {n}, give me a recipe.",
+                 "Hey {n}, find my phone.", "Hey {n}, cancel the alarm.", "Hey {n}, what's the date?",
+                 "Hey {n}, are you busy?", "Hey {n}, quieter please.", "Hey {n}, any messages?"]
+V5_CHATTER = [
+    "The kettle takes ages to boil.", "We painted the fence on Saturday.", "My shoes are still wet from the rain.",
+    "The library fine was only a pound.", "Our kitten climbed the curtains.", "I think the milk has gone off.",
+    "The new bakery sells amazing croissants.", "He parked on the wrong side of the road.",
+    "The radiator in the bedroom is cold.", "Let's plant tomatoes this spring.", "I haven't seen that cousin in years.",
+    "The traffic lights were broken all morning.", "She's learning to play the violin.",
+    "Don't forget to lock the back door.", "The wind blew the bins over.", "There's a leak under the sink.",
+    "My laptop keeps freezing.", "We had fish and chips by the sea.", "The exam results come out in August.",
+    "I'll bring a cake to the picnic.", "Someone left the gate open.", "The hotel room had a lovely view.",
+    "I saw Stella's bike outside the shop.", "The man called Jarvis sold us the car.",
+    "Our train was cancelled because of snow.", "This jumper is far too itchy.", "The microwave just beeped.",
+    "He sings in the shower every morning.", "We're going camping next month.", "Could you pass Stella the ketchup?",
+]
+V5_REQUESTS = [
+    "how many miles is a marathon", "what colour is a ruby", "who discovered penicillin",
+    "how long should I boil rice", "what is the smallest country", "why do onions make you cry",
+    "how many players are in a rugby team", "what year did the war end", "where do kangaroos live",
+    "how do magnets work", "what is the speed of light", "which planet has rings",
+]
+V5_OPENERS = ["I've always wanted to know", "Settle an argument:", "Could you look up", "My daughter asked me",
+              "I was reading about", "Help me remember", "Can we check", "It's bugging me,"]
+V5_LOOKALIKES = [
+    # for "hey stella"
+    "Hey Stacia, the kettle is on.", "Hey Pamela, how was the trip?", "Hey Camilla, hold this.",
+    "Hey Drusilla, come in.", "Hey Ursula, nice to meet you.", "Hey Marcella, it's late.", "Hey Estefan, good luck.",
+    "Hey Sheldon, take a seat.", "Hey, settle the bill.", "Hey, stem the flow.", "Hey Tilly, where's your hat?",
+    "Hey Nelly, lovely day.", "Hey Kellan, your bus.", "Hey Sterling, call me.", "Hey Stefano, nice goal.",
+    "Hey Priscilla, over here.", "Hey Carmella, want some cake?",
+    # for "hey jarvis"
+    "Hey Parvati, good morning.", "Hey Travolta, nice moves.", "Hey Davina, it's raining.", "Hey Jarman, your turn.",
+    "Hey Garvin, any news?", "Hey Sylvester, over here.", "Hey Javier, what's up?", "Hey Barbara, the phone.",
+    "Hey Jarrah, come back.", "Hey Harvard grads.", "Hey Mavericks fans.", "Hey Calvin, shoes off.",
+    "Hey Gareth, time to go.", "Hey Marcia, see you later.",
+]
+V5_SUBJECTS = ["The home secretary", "Paramedics", "A new survey", "Meteorologists", "Cyclists", "The coastguard",
+               "The aquarium", "Taxi drivers", "The energy regulator", "Archaeologists", "The ambulance service",
+               "Mountain rescuers", "Pensioners", "The borough council"]
+V5_VERBS = ["are looking into", "have objected to", "gave an update on", "are split over", "cheered",
+            "turned down", "released figures on", "are alarmed by", "applauded", "signed off"]
+V5_OBJECTS = ["a new ferry route", "falling house prices", "frost expected overnight", "a walkout by teachers",
+              "the sale of a stadium", "a trial of electric buses", "flooding near the estuary",
+              "longer waits at clinics", "a food market by the canal", "a rise in pollen",
+              "the rebuilding of the station", "a flock of geese on the runway", "the cost of tickets"]
+V5_TIMES = ["overnight", "on Thursday", "after a lengthy review", "this lunchtime", "during the storm",
+            "over the bank holiday", "for the fourth time"]
+
 
 @dataclass(frozen=True)
 class Texts:
@@ -338,24 +398,30 @@ TEXTS = {"v1": Texts(WAKE_FORMS, CHATTER, REQUESTS, OPENERS, LOOKALIKES, SUBJECT
          "v3": Texts(V3_WAKE_FORMS, V3_CHATTER, V3_REQUESTS, V3_OPENERS, V3_LOOKALIKES, V3_SUBJECTS, V3_VERBS,
                      V3_OBJECTS, V3_TIMES),
          "v4": Texts(V4_WAKE_FORMS, V4_CHATTER, V4_REQUESTS, V4_OPENERS, V4_LOOKALIKES, V4_SUBJECTS, V4_VERBS,
-                     V4_OBJECTS, V4_TIMES)}
+                     V4_OBJECTS, V4_TIMES),
+         "v5": Texts(V5_WAKE_FORMS, V5_CHATTER, V5_REQUESTS, V5_OPENERS, V5_LOOKALIKES, V5_SUBJECTS, V5_VERBS,
+                     V5_OBJECTS, V5_TIMES)}
 
 @dataclass(frozen=True)
 class Voice:
-    id: str  # "espeak en-gb-scotland+f3" or "piper x1.1"
+    id: str  # "espeak en-gb-scotland+f3", "piper x1.1" or "flite awb"
     engine: str
-    name: str  # espeak voice, or piper's length scale as text
+    name: str  # espeak or flite voice, or piper's length scale as text
 
     def say(self, text: str, rng: random.Random, piper: Piper) -> np.ndarray:
         if self.engine == "piper":
             return piper(text, length_scale=float(self.name) * rng.uniform(0.95, 1.05),
                          noise_scale=rng.uniform(0.5, 0.8), level=rng.uniform(0.3, 0.6))
+        if self.engine == "flite":
+            return flite(text, voice=self.name, stretch=160 / rng.randint(130, 200), pitch=rng.uniform(0.8, 1.25),
+                         level=rng.uniform(0.3, 0.6))
         return espeak(text, voice=self.name, speed=rng.randint(130, 200), pitch=rng.randint(25, 80),
                       level=rng.uniform(0.3, 0.6))
 
 
 def voices(which: str) -> list[Voice]:
     out = [Voice(f"espeak {v}", "espeak", v) for v in ESPEAK_VOICES[which]]
+    out += [Voice(f"flite {v}", "flite", v) for v in FLITE_VOICES.get(which, ())]
     return out + [Voice(f"piper x{s}", "piper", str(s)) for s in PIPER_SCALES[which]]
 
 
