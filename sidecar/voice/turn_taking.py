@@ -261,19 +261,23 @@ class TurnTaker(Processor):
         return likely
 
     async def _transcript(self, text: str, utterance: UtteranceFrame) -> None:
-        if not text:
+        score = utterance.wake_score if self.acoustic is not None and utterance.verify_wake else None
+        sure = score is not None and score >= self.acoustic.sure  # type: ignore[union-attr]
+        if not text and not sure:  # (whisper may hear nothing in an accent the model is sure of)
             return
         if self._without_wake(utterance):
             await self._take(text, utterance)
             return
         found = self._name_in(text, utterance)
         addressed = self.window.covers(utterance)  # after a bare wake word: no n-best wait (~0.2 s)
-        score = utterance.wake_score if self.acoustic is not None else None
         if found is None and utterance.verify_wake and self.hypotheses is not None and not addressed and (
                 score is None or self.acoustic.asks_whisper(score)):  # type: ignore[union-attr]
             found = await self._second_guess(text, utterance)
-        if utterance.verify_wake and not addressed and score is not None:
+        if score is not None and not addressed:
             found = self._weigh(found, score)
+        elif sure and found is None:  # her name again in what follows a wake word: it is the question all the same
+            await self.push(WakeFrame(word=self.wake_word, score=1.0, engine=self.engine, t=utterance.end))
+            self.window.wake(utterance.end)
         if utterance.verify_wake and not addressed:
             if found is None:
                 await self.push(WakeCheckFrame(engine=self.engine, heard=False, t=utterance.end))
@@ -292,7 +296,7 @@ class TurnTaker(Processor):
             else:  # a bare wake word: the next utterance is the question
                 await self.push(ListeningFrame(until=round(self.window.t + self.window.window_s, 3)))
             return
-        if addressed:  # follows a wake word (or whisper misspelt the one in it)
+        if addressed and text:  # follows a wake word (or whisper misspelt the one in it)
             await self._take(text, utterance)
         else:
             log.info("not addressed: ignoring %d chars of speech", len(text))

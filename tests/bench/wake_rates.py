@@ -263,7 +263,8 @@ def count(into: dict[str, int], key: str) -> None:
 def finder(matcher: NameMatcher, heard: str, sure: float) -> str:
     """What found the name in an accepted utterance: its transcript, the acoustic model alone (at
     `sure` or over; its score is in what was heard, `scored`), or else whisper's n-best check."""
-    text, _, score = heard.partition(" (acoustic ")
+    first = heard.split(" / ")[0]  # the utterance that named her comes first
+    text, _, score = first.partition(" (acoustic ")
     if matcher.match(text):
         return "transcript"
     return "acoustic model" if score and float(score.rstrip(")")) >= sure else "n-best"
@@ -291,14 +292,16 @@ def run_wakes(engines: LoadedModels, engine: Engine, stream: Stream, condition: 
     triggered = {id(s) for t in seen.candidates if (s := inside(t, stream.spans))}
     two_stage = engine.config.wake_engine == "two_stage"
     tally.wake_total += len(stream.spans)
+    alone = engine.config.wake_engine == "openwakeword"  # the model alone: whisper only hears what follows
     for s in stream.spans:
         heard = " / ".join(text + scored(seen, start) for start, end, text in seen.heard
                            if start < s.end and end > s.start)
         if id(s) in hits:
-            count(tally.found_by, finder(matcher, heard, engine.config.wake_acoustic_sure))
+            sure = engine.config.wake_acoustic_sure
+            count(tally.found_by, "acoustic model" if alone else finder(matcher, heard, sure))
         else:
             tally.missed.append((s, heard))
-            count(tally.lost, loser(matcher, id(s) in triggered or not two_stage, heard))
+            count(tally.lost, "acoustic model" if alone else loser(matcher, id(s) in triggered or not two_stage, heard))
     tally.trigger_missed += sum(id(s) not in triggered for s in stream.spans)
 
 
@@ -320,7 +323,8 @@ def run_other(engines: LoadedModels, engine: Engine, streams: list[Stream], tall
         tally.other_s += stream.speech_s
         tally.false += [(stream.name, inside(t, stream.spans), near(seen, t)) for t in seen.wakes]
         for t in seen.wakes:
-            count(tally.false_by, finder(matcher, near(seen, t), engine.config.wake_acoustic_sure))
+            count(tally.false_by, "acoustic model" if engine.config.wake_engine == "openwakeword"
+                  else finder(matcher, near(seen, t), engine.config.wake_acoustic_sure))
         tally.trigger_false += len(seen.candidates)
         print(f"    {stream.name}: {len(seen.wakes)} false wakes, {len(seen.candidates)} candidates", flush=True)
 
@@ -388,8 +392,6 @@ def main() -> None:
         for condition in ("clean", "noisy"):
             tally = tallies[condition] = Tally()
             run_wakes(engines, engine, corpus.wake[args.set][engine.corpus], condition, tally)
-            if engine.config.wake_engine == "openwakeword":  # no whisper: nothing heard to tell
-                tally.lost = {"acoustic model": len(tally.missed)} if tally.missed else {}
             print(f"  {condition}: missed {len(tally.missed)}/{tally.wake_total} ({tally.fr:.1%}), lost at "
                   f"{tally.lost}; found by {tally.found_by}; n-best rank of the name {tally.hit_ranks}; "
                   f"the name's odds {odds_text(tally.hit_odds)}", flush=True)
@@ -430,6 +432,8 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
         for s in stream.spans:
             scenes[s.scene] = scenes.get(s.scene, 0.0) + s.end - s.start
     noisy_lookalikes = wake_corpus.FOLDER[which] in wake_corpus.NOISY_LOOKALIKES
+    flite = f"flite {', '.join(wake_corpus.FLITE_VOICES[which])} (random speeds and pitches), " \
+        if which in wake_corpus.FLITE_VOICES else ""
     lines = [
         "## Wake-word accuracy (tests/bench/wake_rates.py)",
         "",
@@ -443,7 +447,7 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
         f"**Set: {which}** (corpus folder {wake_corpus.FOLDER[which]}) — {len(voices)} voices"
         f"{', texts and noise seeds never used for tuning' if which == 'heldout' else ''}: espeak-ng "
         f"{', '.join(wake_corpus.ESPEAK_VOICES[which])} at random speeds (130–200 wpm) and "
-        f"pitches, and piper joe at length scales {', '.join(map(str, wake_corpus.PIPER_SCALES[which]))}. "
+        f"pitches, {flite}and piper joe at length scales {', '.join(map(str, wake_corpus.PIPER_SCALES[which]))}. "
         f"Wake utterances: {wake_corpus.WAKES_PER_VOICE[which]} forms per voice (\"Hey <name>\" alone or with a "
         f"request), clean and with pink noise at {SNR_DB} dB SNR. Other speech: "
         f"{sum(scenes.values()) / 60:.1f} min of speech in {len(other)} streams "

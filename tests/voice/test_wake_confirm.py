@@ -132,6 +132,14 @@ def test_a_name_the_acoustic_model_is_sure_of_wakes_her_when_whisper_missed_it()
     assert [f for f in out if isinstance(f, ListeningFrame)], "a bare wake word: she shows she is listening"
 
 
+def test_her_name_whisper_heard_nothing_in_still_wakes_her_and_said_again_it_starts_the_question():
+    """Whisper may hear nothing in an accent the model is sure of; said again right after (the
+    window is open), the utterance is the question, and the wake shows again."""
+    out = phrase_turns([(utterance(1, 3), "", 0.99), (utterance(4, 6), "Tell us the time.", 0.99)])
+    assert [f.t for f in out if isinstance(f, WakeFrame)] == [3, 6]
+    assert [f.text for f in out if isinstance(f, UserTurnFrame)] == ["Tell us the time."]
+
+
 def frames_of(audio: np.ndarray) -> list[Frame]:
     from sidecar.frames import AudioFrame
 

@@ -4,17 +4,19 @@ Run on its own to (re)build it: ``.venv/bin/python tests/voice/wake_corpus.py``;
 (tests/bench/wake_rates.py) builds it on first use. Files go to
 ``~/.cache/stella/bench/wake/<folder>/`` (override the root with ``STELLA_WAKE_CORPUS``).
 
-Five sets, of disjoint voices: **tuning** and **seen** (folder v1: thresholds and matcher
+Six sets, of disjoint voices: **tuning** and **seen** (folder v1: thresholds and matcher
 rules were chosen on them — "seen" was the first held-out set, and once its misses had been
 read it was no longer held out), **seen2** (folder v2, the second held-out set, seen in turn
 once the n-best rules and the noisy model were chosen on it), **seen3** (folder v3, the third,
-seen once its false accepts had been read) and **heldout** (folder v4: voices, texts and noise
-seeds never used for tuning; reported, never tuned on; English accents with new espeak-ng
-variants and English said by seven other languages' voices; its look-alikes, like v3's, are
-also said over noise beds, where v1 and v2 had them clean only). Each set has
+seen once its false accepts had been read), **seen4** (folder v4, the fourth: English accents
+with new espeak-ng variants and English said by eight other languages' voices) and **heldout**
+(folder v5: voices, languages, texts and noise seeds never used for tuning or for training the
+"hey stella" model, tests/voice/wake_train.py — English said by espeak-ng voices of ten more
+languages, and flite's five voices, a synthesiser nothing was trained or tuned on; reported,
+never tuned on). From v3 on, half the look-alike scenes are said over noise beds. Each set has
 
-* wake utterances ("Hey Stella, ..." for the phrase engine, "Hey Jarvis, ..." for the
-  acoustic engines: the models this machine has), each voice saying several forms at random
+* wake utterances ("Hey Stella, ..." for every engine now; "Hey Jarvis, ..." for the published
+  hey_jarvis model the acoustic engines used before ours), each voice saying several forms at random
   speeds and pitches, in one stream with gaps — clean, and with pink noise at 10 dB SNR;
 * ordinary speech that is not a wake word, in scenes: conversations (two voices taking turns
   with short gaps), TV-like chatter (a newsreader's run of sentences over a music, babble or

@@ -41,8 +41,8 @@ from sidecar.voice.audio import RATE  # noqa: E402
 from sidecar.voice.wake import CHUNK  # noqa: E402
 from sidecar.voice.wake_net import FEATURES, WINDOW, WakeNet  # noqa: E402
 from tests.voice import wake_corpus  # noqa: E402
-from tests.voice.speech import Piper  # noqa: E402
-from tests.voice.wake_corpus import TEXTS, Voice, bed, rms  # noqa: E402
+from tests.voice.speech import Piper, noise  # noqa: E402
+from tests.voice.wake_corpus import SNR_DB, TEXTS, Voice, bed, rms  # noqa: E402
 
 OUT = REPO / "sidecar" / "voice" / "models" / "hey_stella.npz"
 CACHE = wake_corpus.ROOT / "train2"
@@ -89,6 +89,14 @@ OTHER_NAMES = (
 OTHER_HEYS = ("Hey, tell me more.", "Hey, sell it.", "Hey, still here?", "Hey, stay there.", "Hey, settle down.",
               "Hey, steady on.", "Hey, stop that.", "Hey, step back.", "Hey, tell them.", "Hey, hello.", "Hey there.",
               "Hey, tell a story.", "Hey, stellar job.", "Hey, stealing is bad.", "Hey, the cellar.", "Hey, stencil.")
+
+
+# The nearest look-alikes (one sound from "Stella"), said far more often in a second set of tracks:
+# the first model took most of them for her name.
+CLOSE_NAMES = ("Della", "Bella", "Ella", "Nella", "Fella", "Teller", "Estelle", "Stellan", "Tella", "Sella", "Kella",
+               "Shella", "Celia", "Sheila", "Selma", "Stelios", "Stelmach", "Esther", "Stanley", "Stacy", "Zella",
+               "Stela's cousin", "Kayla", "Sarah", "Stephen", "Steve", "Helen", "Ellie", "Delia", "Tessa", "Fenella",
+               "Gisela", "Estela", "Stellan Skarsgard", "Pella", "Vella", "Mela", "Lela", "Stefa", "Sta")
 
 
 def docstring_sentences() -> list[str]:
@@ -144,12 +152,24 @@ def with_request(audio: np.ndarray, voice: Voice, rng: random.Random, piper: Pip
                            voice.say(request, rng, piper)])
 
 
+def close_pieces(voice: Voice, rng: random.Random, piper: Piper) -> list[Piece]:
+    """A close look-alike track's worth: 10 of `CLOSE_NAMES` and 3 wake utterances, shuffled."""
+    texts = [TEXTS[f] for f in ("v1", "v2", "v3", "v4")]
+    out = [Piece(with_request(voice.say(f"Hey {rng.choice(CLOSE_NAMES)}{rng.choice('.,!?')}", rng, piper), voice,
+                              rng, piper, texts), None) for _ in range(10)]
+    for _ in range(3):
+        name = voice.say(rng.choice(NAME_FORMS), rng, piper)
+        out.append(Piece(with_request(name, voice, rng, piper, texts), len(name) / RATE))
+    rng.shuffle(out)
+    return out
+
+
 def track(voice: Voice, rng: random.Random, piper: Piper, noisy: bool,
-          prose: list[str]) -> tuple[np.ndarray, list[tuple[float, float]]]:
-    """The pieces laid end to end with gaps, over a bed if `noisy`; the phrases' (start, end)."""
+          said: list[Piece]) -> tuple[np.ndarray, list[tuple[float, float]]]:
+    """`said` laid end to end with gaps, over a bed if `noisy`; the phrases' (start, end)."""
     parts, names, t = [np.zeros(int(rng.uniform(0.5, 1.5) * RATE), np.float32)], [], 0.0
     t = len(parts[0]) / RATE
-    for p in pieces(voice, rng, piper, prose):
+    for p in said:
         if p.name_end is not None:
             names.append((t, t + p.name_end))
         parts += [p.audio, np.zeros(int(rng.uniform(0.2, 0.9) * RATE), np.float32)]
@@ -192,16 +212,19 @@ def labels(n: int, names: list[tuple[float, float]]) -> np.ndarray:
     return out
 
 
-def voice_data(args: tuple[int, Voice]) -> Path:
-    index, voice = args
-    path = CACHE / f"{index:03d}.npz"
+def voice_data(args: tuple[int, Voice, str]) -> Path:
+    """One voice's windows and labels: `kind` "mixed" (wake words among other speech and look-alikes)
+    or "close" (the nearest look-alikes), each clean and over a bed."""
+    index, voice, kind = args
+    path = CACHE / f"{index:03d}{'-close' if kind == 'close' else ''}.npz"
     if path.exists():
         return path
     piper, prose = Piper(), docstring_sentences()
     xs, ys = [], []
     for noisy in (False, True):
-        rng = random.Random(f"train-{voice.id}-{noisy}")
-        audio, names = track(voice, rng, piper, noisy, prose)
+        rng = random.Random(f"train-{voice.id}-{noisy}{'-close' if kind == 'close' else ''}")
+        said = close_pieces(voice, rng, piper) if kind == "close" else pieces(voice, rng, piper, prose)
+        audio, names = track(voice, rng, piper, noisy, said)
         x = embeddings(audio)
         xs.append(x)
         ys.append(labels(len(x), names))
@@ -211,7 +234,7 @@ def voice_data(args: tuple[int, Voice]) -> Path:
 
 
 def build(workers: int) -> list[Path]:
-    todo = list(enumerate(training_voices()))
+    todo = [(i, v, kind) for kind in ("mixed", "close") for i, v in enumerate(training_voices())]
     started = time.monotonic()
     out = []
     with ProcessPoolExecutor(workers) as pool:
@@ -227,14 +250,15 @@ def train(paths: list[Path], seed: int = 7, epochs: int = 6) -> tuple[WakeNet, d
     voices kept aside: the epoch with the lowest balanced loss on them is kept, and they report
     the rates."""
     rng = np.random.default_rng(seed)
-    order = rng.permutation(len(paths))
-    aside = set(order[:max(1, len(paths) // 10)].tolist())
+    voices = sorted({voice_of(p) for p in paths})
+    order = rng.permutation(len(voices))
+    aside = {voices[i] for i in order[:max(1, len(voices) // 10)]}
     data = [np.load(p) for p in paths]
-    x, y = windows([d for i, d in enumerate(data) if i not in aside])
-    ax, ay = windows([d for i, d in enumerate(data) if i in aside])
+    x, y = windows([d for p, d in zip(paths, data, strict=True) if voice_of(p) not in aside])
+    ax, ay = windows([d for p, d in zip(paths, data, strict=True) if voice_of(p) in aside])
     mean, std = x.mean(0, dtype=np.float64).astype(np.float32), x.std(0, dtype=np.float64).astype(np.float32) + 1e-3
     pos, neg = np.flatnonzero(y == 1), np.flatnonzero(y == 0)
-    print(f"training on {len(pos)} positive and {len(neg)} negative windows, {len(data) - len(aside)} voices",
+    print(f"training on {len(pos)} positive and {len(neg)} negative windows, {len(voices) - len(aside)} voices",
           flush=True)
     net = initial(rng, mean, std, hidden=128)
     adam = Adam(params(net))
@@ -253,7 +277,13 @@ def train(paths: list[Path], seed: int = 7, epochs: int = 6) -> tuple[WakeNet, d
         print(f"  epoch {epoch + 1}: loss {loss_sum / steps:.4f}, kept-aside voices {held:.4f}", flush=True)
         if held < best[0]:
             best = (held, copy.deepcopy(net))
-    return best[1], {"aside": sorted(aside), **evaluate(best[1], [d for i, d in enumerate(data) if i in aside])}
+    held = [d for p, d in zip(paths, data, strict=True) if voice_of(p) in aside]
+    return best[1], {"aside": sorted(aside), **evaluate(best[1], held)}
+
+
+def voice_of(path: Path) -> int:
+    """The training voice a cached file is of (its number)."""
+    return int(path.stem.split("-")[0])
 
 
 def windows(data: list) -> tuple[np.ndarray, np.ndarray]:
@@ -343,13 +373,18 @@ def evaluate(net: WakeNet, data: list) -> dict:
 def utterance_scores(net: WakeNet, voices: list[Voice], seed: str = "aside") -> dict[str, list[float]]:
     """Each voice's utterances one at a time, as the phrase engine weighs them: the model's best score
     in each wake utterance, look-alike greeting ("Hey Bella.") and other sentence."""
-    piper, prose, out = Piper(), docstring_sentences(), {"wake": [], "look-alike": [], "other": []}
+    piper, prose = Piper(), docstring_sentences()
+    out: dict[str, list[float]] = {"wake": [], "noisy wake": [], "look-alike": [], "close look-alike": [],
+                                   "other": []}
     texts = [TEXTS[f] for f in ("v1", "v2", "v3", "v4")]
     for voice in voices:
         rng = random.Random(f"{seed}-{voice.id}")
         said = [("wake", with_request(voice.say(rng.choice(NAME_FORMS), rng, piper), voice, rng, piper, texts))
                 for _ in range(6)]
+        said += [("noisy wake", a + noise(len(a) / RATE + 0.01, rms(a) / 10 ** (SNR_DB / 20),
+                                          seed=rng.randrange(1 << 30))[:len(a)]) for _, a in said[:]]
         said += [("look-alike", voice.say(f"Hey {rng.choice(OTHER_NAMES)}.", rng, piper)) for _ in range(10)]
+        said += [("close look-alike", voice.say(f"Hey {rng.choice(CLOSE_NAMES)}.", rng, piper)) for _ in range(6)]
         said += [("other", voice.say(rng.choice(prose), rng, piper)) for _ in range(4)]
         for kind, audio in said:
             pad = np.zeros(int(0.6 * RATE), np.float32)
