@@ -186,12 +186,17 @@ def track(voice: Voice, rng: random.Random, piper: Piper, noisy: bool,
     return (audio * gain).astype(np.float32), names
 
 
+def pcm_of(audio: np.ndarray) -> np.ndarray:
+    """Float audio as the 16-bit samples the front end takes."""
+    return (np.clip(audio, -1, 1) * 32767).astype(np.int16)
+
+
 def embeddings(audio: np.ndarray) -> np.ndarray:
     """The streaming front end's embeddings, one per 80 ms chunk (the one at each chunk's end)."""
     from pyopen_wakeword import OpenWakeWordFeatures
 
     features = OpenWakeWordFeatures.from_builtin()
-    pcm = (np.clip(audio, -1, 1) * 32767).astype(np.int16)
+    pcm = pcm_of(audio)
     history: list[np.ndarray] = []
     out = []
     for i in range(0, len(pcm) - CHUNK + 1, CHUNK):
@@ -199,7 +204,7 @@ def embeddings(audio: np.ndarray) -> np.ndarray:
         out.append(np.stack(history[-WINDOW:]))
         history = history[-WINDOW:]
     features.close()
-    return np.stack(out).astype(np.float16)
+    return np.stack(out)
 
 
 def labels(n: int, names: list[tuple[float, float]]) -> np.ndarray:
@@ -225,7 +230,7 @@ def voice_data(args: tuple[int, Voice, str]) -> Path:
         rng = random.Random(f"train-{voice.id}-{noisy}{'-close' if kind == 'close' else ''}")
         said = close_pieces(voice, rng, piper) if kind == "close" else pieces(voice, rng, piper, prose)
         audio, names = track(voice, rng, piper, noisy, said)
-        x = embeddings(audio)
+        x = embeddings(audio).astype(np.float16)  # kept small: some 2 GB of windows in all
         xs.append(x)
         ys.append(labels(len(x), names))
     CACHE.mkdir(parents=True, exist_ok=True)
