@@ -74,7 +74,13 @@ class LoadedModels:
         if config.wake_engine == "two_stage" and config.wake_trigger == "micro":
             wake = MicroWakeModel(config.wake_model)
         elif config.wake_listener is not None:
-            wake = WakeModel(models.path("wakeword"), config.wake_listener)
+            try:
+                wake = WakeModel(models.path("wakeword"), config.wake_listener)
+            except (ModelError, ImportError, OSError) as exc:
+                if config.wake_engine != "phrase":
+                    raise
+                log.warning("acoustic wake model unavailable (%s); whisper alone listens for the name — `stella "
+                            "models install wakeword` brings it back", exc)
         voice, fallback = load_voices(config, models, defer=defer_voice)
         turn = None
         if config.endpoint == "smart_turn":
@@ -181,6 +187,8 @@ def listening(config: VoiceConfig, loaded: LoadedModels, source: Source, intents
         processors.append(cancel)
         canceller = cancel.canceller
     listener, opinion = config.wake_listener, None
+    if listener is not None and loaded.wake is None and config.wake_engine == "phrase":
+        listener = None  # its model could not load (LoadedModels.load said so): whisper alone
     if listener is not None:
         micro = config.wake_engine == "two_stage" and config.wake_trigger == "micro"
         if loaded.wake is None or loaded.wake.name != listener or micro != isinstance(loaded.wake, MicroWakeModel):

@@ -3,6 +3,7 @@ engines (whisper, silero, openWakeWord, piper) shared by in-process runs, test s
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -11,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from remote_api.shared.models.provision import Models
 from remote_api.shared.processes import free_port, running
 from sidecar.config import VoiceConfig
+from sidecar.voice.wake import WakeModel
 from sidecar.voice_loop import LoadedModels
 
 from .speech import Piper
@@ -40,8 +43,14 @@ def gateway(llama_server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
 
 @pytest.fixture(scope="session")
 def engines() -> LoadedModels:
-    """Every model loaded once (hey_jarvis for the acoustic wake word)."""
-    return LoadedModels.load(VoiceConfig(wake_engine="openwakeword", wake_model="hey_jarvis"))
+    """Every model the default settings use, loaded once (the hey_stella model beside whisper)."""
+    return LoadedModels.load(VoiceConfig())
+
+
+@pytest.fixture(scope="session")
+def jarvis_engines(engines: LoadedModels) -> LoadedModels:
+    """The same with the published hey_jarvis model as the acoustic wake word."""
+    return dataclasses.replace(engines, wake=WakeModel(Models().path("wakeword"), "hey_jarvis"))
 
 
 @pytest.fixture(scope="session")

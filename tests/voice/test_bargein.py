@@ -97,7 +97,7 @@ class Session:
 
 
 @pytest.fixture(scope="module")
-def session(gateway, llama_server, engines, piper, tmp_path_factory) -> Session:
+def session(gateway, llama_server, jarvis_engines, piper, tmp_path_factory) -> Session:
     """Hey Jarvis, a story please; in the middle of Stella's first long sentence the user asks
     something else (no wake word); once that answer is heard, the user stops it."""
     tmp = tmp_path_factory.mktemp("bargein")
@@ -137,7 +137,7 @@ def session(gateway, llama_server, engines, piper, tmp_path_factory) -> Session:
             mic.append(source.audio)
 
     with SlotWatch(llama_server.url, llama_server.headers) as slots:
-        asyncio.run(asyncio.wait_for(run(config, options, loaded=engines, conversation=conversation,
+        asyncio.run(asyncio.wait_for(run(config, options, loaded=jarvis_engines, conversation=conversation,
                                          observers=[observe]), 180))
     assert "barge_in" in marks, "the user's speech over the reply did not interrupt it"
     save(tmp / "in.wav", mic[0])  # as the microphone heard it (without the echo): out.wav's timeline

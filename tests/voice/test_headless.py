@@ -126,7 +126,7 @@ def test_first_audio_starts_before_the_last_token_and_joins_do_not_click(gateway
     assert max(jumps) < 0.02, f"discontinuity at a sentence join: {max(jumps):.3f}"
 
 
-def test_push_to_talk_bypasses_the_wake_word(gateway, engines, piper, tmp_path):
+def test_push_to_talk_bypasses_the_wake_word(gateway, jarvis_engines, piper, tmp_path):
     """Without the wake word speech is ignored (no ASR), unless push-to-talk is held."""
     ignored, asked = "Please turn the music down.", QUESTION
     wav = save(tmp_path / "in.wav", concat(silence(0.5), piper(ignored), silence(1.0), piper(asked), silence(0.5)))
@@ -135,7 +135,7 @@ def test_push_to_talk_bypasses_the_wake_word(gateway, engines, piper, tmp_path):
     options = Options(audio_in=wav, audio_out=tmp_path / "out.wav", events=tmp_path / "events.jsonl",
                       push_to_talk=[(second - 0.3, second + len(piper(asked)) / RATE + 0.3)])
     config = replace(config, chat=replace(config.chat, max_tokens=16))
-    events = run_inprocess(config, options, engines)
+    events = run_inprocess(config, options, jarvis_engines)
     turns = [e for e in events if e["type"] == "user_turn"]
     assert len(turns) == 1, turns
     assert turns[0]["source"] == "push_to_talk"

@@ -253,5 +253,6 @@ def test_without_the_new_models_the_loop_falls_back_and_says_how_to_get_them(tmp
     assert isinstance(engines.transcriber, Transcriber) and engines.turn is None
     assert "stella models install whisper-tiny.en-ct2" in caplog.text
     assert "stella models install smart-turn" in caplog.text
+    assert "stella models install wakeword" in caplog.text and engines.wake is None, "whisper alone hears the name"
     (endpointer,) = [p for p in listening(config, engines, Feed([])) if isinstance(p, Endpointer)]
     assert endpointer.turn_model is None and endpointer.segmenter.turn is None, "the fixed hang-over ends turns"

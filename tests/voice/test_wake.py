@@ -68,11 +68,11 @@ def audio_frames(audio: np.ndarray) -> list[Frame]:
     return [AudioFrame(pcm=pcm[i:i + 320], rate=RATE, t=i / RATE) for i in range(0, len(pcm) - 319, 320)]
 
 
-def test_the_acoustic_engine_fires_once_per_wake_word_and_not_on_other_speech(engines, piper):
+def test_the_acoustic_engine_fires_once_per_wake_word_and_not_on_other_speech(jarvis_engines, piper):
     audio = concat(silence(1.0), piper("Hey Jarvis."), silence(1.5), piper("I saw a jar of jam with Travis."),
                    silence(1.0), espeak("Hey Jarvis", speed=150), silence(1.0))
     end_first = 1.0 + len(piper("Hey Jarvis.")) / RATE
-    wakes = [f for f in run([AcousticWake(engines.wake, 0.5)], audio_frames(audio)) if isinstance(f, WakeFrame)]
+    wakes = [f for f in run([AcousticWake(jarvis_engines.wake, 0.5)], audio_frames(audio)) if isinstance(f, WakeFrame)]
     assert len(wakes) == 2, [(w.t, w.score) for w in wakes]
     assert 1.0 < wakes[0].t < end_first + 0.5, "the wake word is reported right after it is said"
     assert all(w.engine == "openwakeword" and w.word == "hey_jarvis" for w in wakes)

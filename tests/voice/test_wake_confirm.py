@@ -175,15 +175,15 @@ class Candidates(harness.Collect):
         await self.push(frame, direction)
 
 
-def test_the_two_stage_front_end_wakes_on_a_held_out_voice_and_not_on_a_look_alike(engines):
-    """Real trigger (openWakeWord hey_jarvis, the engines fixture's), VAD, gate, whisper and
+def test_the_two_stage_front_end_wakes_on_a_held_out_voice_and_not_on_a_look_alike(jarvis_engines):
+    """Real trigger (openWakeWord hey_jarvis), VAD, gate, whisper and
     turn taker on speech from a voice the bench holds out (espeak-ng Scottish English, female):
     she asks, then calls someone else — a look-alike the trigger also takes for the wake word."""
     config = VoiceConfig(wake_engine="two_stage", wake_model="hey_jarvis")
     voice = {"voice": "en-gb-scotland+f3", "speed": 150}
     ask, other = espeak("Hey Jarvis, what time is it?", **voice), espeak("Hey Travis, are you coming tonight?", **voice)
     audio = concat(silence(1.0), ask, silence(2.5), other, silence(2.5))
-    processors = listening(config, engines, harness.Feed([]))[1:]
+    processors = listening(config, jarvis_engines, harness.Feed([]))[1:]
     candidates = Candidates()
     processors.insert(next(i for i, p in enumerate(processors) if isinstance(p, WakeGate)), candidates)
     out = harness.run([*frames_of(audio), EndFrame()], processors, timeout=120)
