@@ -156,7 +156,8 @@ class SpeechResumedFrame(ControlFrame):
 class WakeCheckFrame(ControlFrame):
     """An utterance was checked for the wake word's name (the phrase and two-stage engines): whether
     whisper wrote the name (`heard`), its own odds for it without the prompt and the floor they
-    must reach (None: not scored, e.g. in noise), and whether she woke. Settings' "try it" meter
+    must reach (None: not scored, e.g. in noise), the acoustic model's best score in it and the
+    floor that must reach (None: no model listens), and whether she woke. Settings' "try it" meter
     shows it; no words, so nothing said reaches a log through it."""
 
     event: ClassVar[str] = "wake_check"
@@ -165,6 +166,8 @@ class WakeCheckFrame(ControlFrame):
     heard: bool
     odds: float | None = None
     floor: float | None = None
+    acoustic: float | None = None
+    acoustic_floor: float | None = None
     woke: bool = False
 
 

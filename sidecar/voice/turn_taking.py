@@ -273,6 +273,7 @@ class TurnTaker(Processor):
         if found is None and utterance.verify_wake and self.hypotheses is not None and not addressed and (
                 score is None or self.acoustic.asks_whisper(score)):  # type: ignore[union-attr]
             found = await self._second_guess(text, utterance)
+        heard = found is not None  # whisper wrote the name (the model may still refuse it)
         if score is not None and not addressed:
             found = self._weigh(found, score)
         elif sure and found is None:  # her name again in what follows a wake word: it is the question all the same
@@ -280,7 +281,8 @@ class TurnTaker(Processor):
             self.window.wake(utterance.end)
         if utterance.verify_wake and not addressed:
             if found is None:
-                await self.push(WakeCheckFrame(engine=self.engine, heard=False, t=utterance.end))
+                await self.push(WakeCheckFrame(engine=self.engine, heard=heard, t=utterance.end,
+                                               **self._acoustic_check(utterance)))
             elif self.hypotheses is not None and self.hypotheses.name_check:
                 odds = await self._likely_name(found, utterance)
                 found = found if odds.taken else None
@@ -356,7 +358,14 @@ class TurnTaker(Processor):
 
     async def _report(self, odds: NameOdds, woke: bool, utterance: UtteranceFrame) -> None:
         await self.push(WakeCheckFrame(engine=self.engine, heard=True, odds=odds.odds, floor=odds.floor, woke=woke,
+                                       **self._acoustic_check(utterance),
                                        t=utterance.end))
+
+    def _acoustic_check(self, utterance: UtteranceFrame) -> dict[str, float | None]:
+        """The acoustic model's say for the meter: its best score in the utterance and its floor."""
+        if self.acoustic is None or utterance.wake_score is None:
+            return {}
+        return {"acoustic": round(utterance.wake_score, 3), "acoustic_floor": self.acoustic.floor}
 
     async def _report_later(self, found: NameMatch, utterance: UtteranceFrame) -> None:
         await self._report(await self._likely_name(found, utterance), True, utterance)

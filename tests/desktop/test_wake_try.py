@@ -1,6 +1,7 @@
 """Settings' "try it" meter for the wake word, in the real `stella` window under Xvfb: her name said
-into the PulseAudio microphone sink fills it and says she heard it; other words leave it empty and
-say so. The phrase engine ("hey stella", the default), real whisper, real engine."""
+into the PulseAudio microphone sink fills it over the floor's mark and says she heard it; other words
+stay under the mark and say so. The phrase engine ("hey stella", the default: the meter shows the
+hey_stella model's score), real whisper, real engine."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ def test_the_wake_meter_shows_how_surely_she_heard_her_name(
         play({**engine_env, **sound}, pulseaudio.mic, concat(silence(0.3), piper("The bus was late again."),
                                                              silence(1.0)), timeout=60)
         window.page.wait(f"{NOTE} === 'She did not hear her name in that.'", 30)
-        assert window.page.eval(METER) == 0
+        assert window.page.eval(METER) < 0.5, "other words stay under the floor's mark"
 
         play({**engine_env, **sound}, pulseaudio.mic, concat(silence(0.3), piper("Hey Stella."), silence(1.0)),
              timeout=60)

@@ -13,6 +13,7 @@ from sidecar.frames import (
     TranscriptFrame,
     UserTurnFrame,
     UtteranceFrame,
+    WakeCheckFrame,
     WakeFrame,
 )
 from sidecar.voice.audio import RATE, to_int16
@@ -206,3 +207,10 @@ def test_two_stage_settings_are_checked_with_clear_errors():
     with pytest.raises(ValueError, match="wake_nbest"):
         VoiceConfig(wake_nbest=-1)
     assert VoiceConfig(wake_engine="two_stage", wake_model="hey_rhasspy").wake_trigger == "openwakeword"
+
+
+def test_the_meter_hears_the_models_score_and_a_name_it_refused():
+    out = phrase_turns([(utterance(1, 3), "Hey Stella, pass the bread.", 0.05),
+                        (utterance(5, 7), "Hey Stella, what time is it?", 0.8)])
+    checks = [(f.heard, f.acoustic, f.acoustic_floor, f.woke) for f in out if isinstance(f, WakeCheckFrame)]
+    assert checks == [(True, 0.05, 0.1, False), (True, 0.8, 0.1, True)], "whisper wrote the name both times"
