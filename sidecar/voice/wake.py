@@ -1,9 +1,10 @@
 """Wake words: the always-on acoustic engine and the name matcher of the custom phrase.
 
-* `AcousticWake` runs an openWakeWord model (hey jarvis, alexa, ...) on every 80 ms of audio
-  — about 14 % of one core here — and emits a `WakeFrame` when the score crosses the
-  threshold; or, as the two-stage engine's trigger (`wake_confirm`), a microWakeWord model
-  (`MicroWakeModel`, ~6 ms of CPU per second) whose crossings are only candidates.
+* `AcousticWake` runs an openWakeWord model (hey jarvis, alexa, ..., or our own hey_stella head,
+  `wake_net`) on every 80 ms of audio — 5–14 % of one core here — and emits a `WakeFrame` when
+  the score crosses the threshold; or, as the two-stage engine's trigger and beside the phrase
+  engine's whisper (`wake_confirm`), candidates that only weigh in: its own or a microWakeWord
+  model's (`MicroWakeModel`, ~6 ms of CPU per second).
 * `NameMatcher` is the custom-phrase engine's decision ("hey stella"): whisper transcribes a
   VAD-gated utterance and the *name token* must be among its first words within edit distance
   1 ("stela" matches; "bella" does not) or sound like it (`wake_phonetic`: "stettler",
@@ -128,7 +129,8 @@ class MicroWakeModel(Chunked):
 
 class AcousticWake(Processor):
     """Scores all microphone audio; passes every frame on and adds a WakeFrame on detection —
-    or, with `candidates`, a WakeCandidateFrame for the two-stage engine to confirm.
+    or, with `candidates`, a WakeCandidateFrame for the two-stage engine to confirm or the phrase
+    engine to weigh (sent again whenever the score rises within the refractory time).
 
     After a detection the engine is deaf for `refractory_s`, so one "hey jarvis" is one wake.
     """

@@ -167,7 +167,8 @@ def close_pieces(voice: Voice, rng: random.Random, piper: Piper) -> list[Piece]:
 def track(voice: Voice, rng: random.Random, piper: Piper, noisy: bool,
           said: list[Piece]) -> tuple[np.ndarray, list[tuple[float, float]]]:
     """`said` laid end to end with gaps, over a bed if `noisy`; the phrases' (start, end)."""
-    parts, names, t = [np.zeros(int(rng.uniform(0.5, 1.5) * RATE), np.float32)], [], 0.0
+    parts: list[np.ndarray] = [np.zeros(int(rng.uniform(0.5, 1.5) * RATE), np.float32)]
+    names: list[tuple[float, float]] = []
     t = len(parts[0]) / RATE
     for p in said:
         if p.name_end is not None:
@@ -353,8 +354,9 @@ class Adam:
 
 
 def evaluate(net: WakeNet, data: list) -> dict:
-    """On the voices kept aside: per wake utterance, its best score; per second of other audio,
-    the scores (as false accepts an hour at each threshold)."""
+    """On the voices kept aside, window by window: the wake utterances missed at each threshold (their
+    best score under it), and the rises over it in the other audio as false accepts an hour (a harsh
+    count: half the other pieces are look-alikes; `utterance_scores` is the one the thresholds use)."""
     best, other = [], []
     for d in data:
         y = d["y"]
