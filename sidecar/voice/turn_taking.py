@@ -262,7 +262,7 @@ class TurnTaker(Processor):
 
     async def _transcript(self, text: str, utterance: UtteranceFrame) -> None:
         score = utterance.wake_score if self.acoustic is not None and utterance.verify_wake else None
-        sure = score is not None and score >= self.acoustic.sure  # type: ignore[union-attr]
+        sure = score is not None and self.acoustic.sure_of(score)  # type: ignore[union-attr]
         if not text and not sure:  # (whisper may hear nothing in an accent the model is sure of)
             return
         if self._without_wake(utterance):

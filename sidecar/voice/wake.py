@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sidecar.config import TRAINED_WAKE_MODELS
 from sidecar.frames import AudioFrame, Frame, WakeFrame
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.wake_confirm import WakeCandidateFrame
@@ -71,7 +72,7 @@ class WakeModel(Chunked):
         lib = _find_tensorflowlite_c()
         self.name = name
         self._features = OpenWakeWordFeatures(folder / "melspectrogram.tflite", folder / "embedding_model.tflite", lib)
-        self._detector = NetDetector(WakeNet.builtin(name)) if WakeNet.has(name) \
+        self._detector = NetDetector(WakeNet.builtin(name)) if name in TRAINED_WAKE_MODELS \
             else OpenWakeWord.from_model(folder / f"{name}.tflite", lib)
 
     def _score(self, chunk: bytes) -> list[float]:
@@ -92,7 +93,7 @@ class NetDetector:
         self.reset()
 
     def process_streaming(self, embedding: np.ndarray) -> list[float]:
-        self._window = np.roll(self._window, -1, axis=0)
+        self._window[:-1] = self._window[1:]
         self._window[-1] = embedding.reshape(-1)
         return [float(self.net.score(self._window.reshape(1, -1))[0])]
 

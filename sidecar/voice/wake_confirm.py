@@ -48,13 +48,17 @@ class AcousticOpinion:
     floor: float
     sure: float
 
+    def sure_of(self, score: float) -> bool:
+        """The model alone wakes her, whatever whisper wrote."""
+        return score >= self.sure
+
     def weigh(self, score: float, heard_name: bool) -> bool:
         """Whether the utterance wakes her."""
-        return score >= self.sure or (heard_name and score >= self.floor)
+        return self.sure_of(score) or (heard_name and score >= self.floor)
 
     def asks_whisper(self, score: float) -> bool:
         """Whether whisper's slower second opinion (its n-best readings) could change the verdict."""
-        return self.floor <= score < self.sure
+        return score >= self.floor and not self.sure_of(score)
 
 
 @dataclass(frozen=True)

@@ -35,15 +35,12 @@ class WakeNet:
         with np.load(path) as f:
             return cls(**{k: f[k].astype(np.float32) for k in cls.__dataclass_fields__})
 
-    @staticmethod
-    def has(name: str) -> bool:
-        return (MODELS / f"{name}.npz").exists()
-
     @classmethod
     def builtin(cls, name: str) -> WakeNet:
-        if not cls.has(name):
+        path = MODELS / f"{name}.npz"
+        if not path.exists():
             raise ValueError(f"no trained wake model {name!r} in {MODELS}")
-        return cls.load(MODELS / f"{name}.npz")
+        return cls.load(path)
 
     def save(self, path: Path) -> None:
         np.savez_compressed(path, **{k: getattr(self, k).astype(np.float16 if k.startswith("w") else np.float32)

@@ -260,27 +260,46 @@ def count(into: dict[str, int], key: str) -> None:
     into[key] = into.get(key, 0) + 1
 
 
-def finder(matcher: NameMatcher, heard: str, sure: float) -> str:
-    """What found the name in an accepted utterance: its transcript, the acoustic model alone (at
-    `sure` or over; its score is in what was heard, `scored`), or else whisper's n-best check."""
-    first = heard.split(" / ")[0]  # the utterance that named her comes first
-    text, _, score = first.partition(" (acoustic ")
+# What whisper wrote in one utterance, and the acoustic model's best score in it (None: no model listened).
+Heard = tuple[str, float | None]
+
+
+def heard_over(seen: Wakes, start: float, end: float) -> list[Heard]:
+    """The utterances the front end transcribed between `start` and `end`, in order."""
+    return [(text, seen.scores.get(s)) for s, e, text in seen.heard if s < end and e > start]
+
+
+def near(seen: Wakes, t: float) -> list[Heard]:
+    """The utterance that woke her at `t` (it ends there)."""
+    start, _, text = min(seen.heard, key=lambda h: abs(h[1] - t), default=(0.0, 0.0, ""))
+    return [(text, seen.scores.get(start))]
+
+
+def shown(heard: list[Heard]) -> str:
+    """As the report writes it: "Hey Stella. (acoustic 0.98) / What time is it?"."""
+    return " / ".join(text + ("" if score is None else f" (acoustic {score:.2f})") for text, score in heard)
+
+
+def finder(matcher: NameMatcher, heard: list[Heard], sure: float) -> str:
+    """What found the name in an accepted utterance (the first heard): its transcript, the acoustic
+    model alone (at `sure` or over), or else whisper's n-best check."""
+    text, score = heard[0] if heard else ("", None)
     if matcher.match(text):
         return "transcript"
-    return "acoustic model" if score and float(score.rstrip(")")) >= sure else "n-best"
+    return "acoustic model" if score is not None and score >= sure else "n-best"
 
 
-def loser(matcher: NameMatcher, triggered: bool, heard: str) -> str:
+def loser(matcher: NameMatcher, triggered: bool, heard: list[Heard]) -> str:
     """The stage that lost a missed wake utterance, given what whisper heard in it."""
     if not triggered:
         return "trigger"
     if not heard:
         return "VAD / gate"
-    if any(matcher.match(part) for part in heard.split(" / ")):
+    if any(matcher.match(text) for text, _ in heard):
         # the name where a wake word may be, refused: it did not sound like the name to the acoustic
         # model, or whisper found it unlikely without the prompt
-        return "acoustic model" if "(acoustic" in heard else "name check"
-    said = words(heard)
+        return "acoustic model" if any(score is not None for _, score in heard) else "name check"
+    said = words(" ".join(text for text, _ in heard))
     return "matcher" if any(matcher.is_name(w, b) for w, b in zip(said, ["", *said], strict=False)) else "whisper"
 
 
@@ -294,25 +313,14 @@ def run_wakes(engines: LoadedModels, engine: Engine, stream: Stream, condition: 
     tally.wake_total += len(stream.spans)
     alone = engine.config.wake_engine == "openwakeword"  # the model alone: whisper only hears what follows
     for s in stream.spans:
-        heard = " / ".join(text + scored(seen, start) for start, end, text in seen.heard
-                           if start < s.end and end > s.start)
+        heard = heard_over(seen, s.start, s.end)
         if id(s) in hits:
             sure = engine.config.wake_acoustic_sure
             count(tally.found_by, "acoustic model" if alone else finder(matcher, heard, sure))
         else:
-            tally.missed.append((s, heard))
+            tally.missed.append((s, shown(heard)))
             count(tally.lost, "acoustic model" if alone else loser(matcher, id(s) in triggered or not two_stage, heard))
     tally.trigger_missed += sum(id(s) not in triggered for s in stream.spans)
-
-
-def scored(seen: Wakes, start: float) -> str:
-    return f" (acoustic {seen.scores[start]:.2f})" if start in seen.scores else ""
-
-
-def near(seen: Wakes, t: float) -> str:
-    """What whisper heard in the utterance that woke her at `t` (it ends there), with its acoustic score."""
-    start, _, text = min(seen.heard, key=lambda h: abs(h[1] - t), default=(0.0, 0.0, ""))
-    return text + scored(seen, start)
 
 
 def run_other(engines: LoadedModels, engine: Engine, streams: list[Stream], tally: Tally) -> None:
@@ -321,7 +329,7 @@ def run_other(engines: LoadedModels, engine: Engine, streams: list[Stream], tall
     for stream in streams:
         seen, _ = front_end(engines, engine.config, stream.wav("clean"))
         tally.other_s += stream.speech_s
-        tally.false += [(stream.name, inside(t, stream.spans), near(seen, t)) for t in seen.wakes]
+        tally.false += [(stream.name, inside(t, stream.spans), shown(near(seen, t))) for t in seen.wakes]
         for t in seen.wakes:
             count(tally.false_by, "acoustic model" if engine.config.wake_engine == "openwakeword"
                   else finder(matcher, near(seen, t), engine.config.wake_acoustic_sure))

@@ -57,6 +57,9 @@ def espeak(text: str, *, voice: str = "en-us", speed: int = 160, pitch: int = 50
     return trim(resample(samples, rate, RATE)) / peak * level
 
 
+MALE_FLITE = {"awb", "rms", "kal", "kal16"}
+
+
 def flite(text: str, *, voice: str = "slt", stretch: float = 1.0, pitch: float = 1.0, level: float = 0.5) -> np.ndarray:
     """CMU flite (Debian's flite): another synthesiser, for voices nothing was trained on.
     `stretch` scales durations, `pitch` the voice's mean pitch."""
@@ -68,9 +71,6 @@ def flite(text: str, *, voice: str = "slt", stretch: float = 1.0, pitch: float =
         samples, rate = read_wav(out)
     peak = float(np.max(np.abs(samples))) or 1.0
     return trim(resample(samples, rate, RATE)) / peak * level
-
-
-MALE_FLITE = {"awb", "rms", "kal", "kal16"}
 
 
 def voices() -> dict[str, Callable[[str], np.ndarray]]:
