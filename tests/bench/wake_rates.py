@@ -2,7 +2,7 @@
 
 Run: ``nice -n 19 .venv/bin/python tests/bench/wake_rates.py`` (held-out set; writes
 ``tests/bench/results/wake-heldout.md``, or ``wake-heldout-<engine>.md`` with ``--only``).
-``--set tuning`` (or ``seen``, ``seen2``, ``seen3``) runs tuning voices instead and writes nothing: thresholds and
+``--set tuning`` (or ``seen`` to ``seen5``) runs tuning voices instead and writes nothing: thresholds and
 matcher rules are chosen there, never on the held-out voices. ``--baseline`` adds the
 single-stage openWakeWord engine (costly: ~140 ms of CPU per second). ``--wakes-only`` skips
 the other speech (a quick look at false rejects).
@@ -442,6 +442,11 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
     noisy_lookalikes = wake_corpus.FOLDER[which] in wake_corpus.NOISY_LOOKALIKES
     flite = f"flite {', '.join(wake_corpus.FLITE_VOICES[which])} (random speeds and pitches), " \
         if which in wake_corpus.FLITE_VOICES else ""
+    festival = "Festival " + ", ".join(v + (f" played x{f}" if f != 1.0 else "") for v, f in
+                                       wake_corpus.FESTIVAL_VOICES[which]) + " (random speeds), " \
+        if which in wake_corpus.FESTIVAL_VOICES else ""
+    shifts = f" and played x{', x'.join(map(str, wake_corpus.PIPER_SHIFTS[which]))} (pitch and formants moved)" \
+        if which in wake_corpus.PIPER_SHIFTS else ""
     lines = [
         "## Wake-word accuracy (tests/bench/wake_rates.py)",
         "",
@@ -455,7 +460,8 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
         f"**Set: {which}** (corpus folder {wake_corpus.FOLDER[which]}) — {len(voices)} voices"
         f"{', texts and noise seeds never used for tuning' if which == 'heldout' else ''}: espeak-ng "
         f"{', '.join(wake_corpus.ESPEAK_VOICES[which])} at random speeds (130–200 wpm) and "
-        f"pitches, {flite}and piper joe at length scales {', '.join(map(str, wake_corpus.PIPER_SCALES[which]))}. "
+        f"pitches, {flite}{festival}and piper joe at length scales "
+        f"{', '.join(map(str, wake_corpus.PIPER_SCALES[which]))}{shifts}. "
         f"Wake utterances: {wake_corpus.WAKES_PER_VOICE[which]} forms per voice (\"Hey <name>\" alone or with a "
         f"request), clean and with pink noise at {SNR_DB} dB SNR. Other speech: "
         f"{sum(scenes.values()) / 60:.1f} min of speech in {len(other)} streams "

@@ -73,6 +73,26 @@ def flite(text: str, *, voice: str = "slt", stretch: float = 1.0, pitch: float =
     return trim(resample(samples, rate, RATE)) / peak * level
 
 
+def festival(text: str, *, voice: str = "ked_diphone", stretch: float = 1.0, level: float = 0.5) -> np.ndarray:
+    """The Festival Speech Synthesis System (Debian's festival and festvox-* voices): diphone and HTS
+    voices of speakers no other synthesiser here has. `stretch` scales durations (diphone voices)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        said, out = Path(tmp) / "say.txt", Path(tmp) / "say.wav"
+        said.write_text(text)
+        subprocess.run(["text2wave", "-eval", f"(voice_{voice})", "-eval",
+                        f"(Parameter.set 'Duration_Stretch {stretch:.3f})", str(said), "-o", str(out)],
+                       check=True, capture_output=True)
+        samples, rate = read_wav(out)
+    peak = float(np.max(np.abs(samples))) or 1.0
+    return trim(resample(samples, rate, RATE)) / peak * level
+
+
+def shifted(audio: np.ndarray, factor: float) -> np.ndarray:
+    """`audio` played `factor` times faster: pitch and formants move together, as from a shorter
+    (factor > 1) or longer vocal tract — another speaker from the same voice."""
+    return resample(audio, round(RATE * factor), RATE)
+
+
 def voices() -> dict[str, Callable[[str], np.ndarray]]:
     """Six voices for the benchmarks (piper at two speeds, four espeak-ng voices), by name."""
     piper = Piper()

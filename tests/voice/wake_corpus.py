@@ -9,11 +9,13 @@ rules were chosen on them — "seen" was the first held-out set, and once its mi
 read it was no longer held out), **seen2** (folder v2, the second held-out set, seen in turn
 once the n-best rules and the noisy model were chosen on it), **seen3** (folder v3, the third,
 seen once its false accepts had been read), **seen4** (folder v4, the fourth: English accents
-with new espeak-ng variants and English said by eight other languages' voices) and **heldout**
-(folder v5: voices, languages, texts and noise seeds never used for tuning or for training the
-"hey stella" model, tests/voice/wake_train.py — English said by espeak-ng voices of ten more
-languages, and flite's five voices, a synthesiser nothing was trained or tuned on; reported,
-never tuned on). From v3 on, half the look-alike scenes are said over noise beds. Each set has
+with new espeak-ng variants and English said by eight other languages' voices), **seen5** (folder
+v5, the fifth: ten more languages and flite's five voices; seen once the first "hey stella" model's
+false accepts had been read, then the decision rules were chosen on it) and **heldout** (folder v6:
+voices, languages, texts and noise seeds never used for tuning or for training the "hey stella"
+model, tests/voice/wake_train.py — English said by espeak-ng voices of nine more languages,
+Festival's voices, a synthesiser nothing was trained or tuned on, and piper joe played faster or
+slower; reported, never tuned on). From v3 on, half the look-alike scenes are said over noise beds. Each set has
 
 * wake utterances ("Hey Stella, ..." for every engine now; "Hey Jarvis, ..." for the published
   hey_jarvis model the acoustic engines used before ours), each voice saying several forms at random
@@ -31,6 +33,7 @@ it exactly like "Hey Stella"), "A Stella" (whisper's spelling of a quick "hey"),
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import os
@@ -47,21 +50,21 @@ import numpy as np  # noqa: E402
 import platformdirs  # noqa: E402
 
 from sidecar.voice.audio import RATE  # noqa: E402
-from tests.voice.speech import Piper, espeak, flite, noise, save  # noqa: E402
+from tests.voice.speech import Piper, espeak, festival, flite, noise, save, shifted  # noqa: E402
 
 ROOT = Path(os.environ.get("STELLA_WAKE_CORPUS") or Path(platformdirs.user_cache_dir("stella")) / "bench" / "wake")
 SNR_DB = 10
 WAKE_GAP_S = 2.5  # between wake utterances: longer than the hang-over and the trigger's refractory time
 FILE_S = 300.0  # the other speech is cut into streams of about this length
 
-SETS = ("tuning", "seen", "seen2", "seen3", "seen4", "heldout")
+SETS = ("tuning", "seen", "seen2", "seen3", "seen4", "seen5", "heldout")
 # Where each set lives: its folder under ROOT, and its name in that folder's index and files
 # (the "seen" set was generated as v1's "heldout"; regenerated, it is the same audio).
-# (and "seen2" as v2's "heldout", "seen3" as v3's, "seen4" as v4's).
-FOLDER = {"tuning": "v1", "seen": "v1", "seen2": "v2", "seen3": "v3", "seen4": "v4", "heldout": "v5"}
-KEY = {"tuning": "tuning", **{s: "heldout" for s in ("seen", "seen2", "seen3", "seen4", "heldout")}}
+# (and "seen2" as v2's "heldout", "seen3" as v3's, "seen4" as v4's, "seen5" as v5's).
+FOLDER = {"tuning": "v1", "seen": "v1", "seen2": "v2", "seen3": "v3", "seen4": "v4", "seen5": "v5", "heldout": "v6"}
+KEY = {"tuning": "tuning", **{s: "heldout" for s in ("seen", "seen2", "seen3", "seen4", "seen5", "heldout")}}
 # speech (not gaps) in the other speech
-TARGET_S = {"tuning": 15 * 60, **{s: 62 * 60 for s in ("seen", "seen2", "seen3", "seen4", "heldout")}}
+TARGET_S = {"tuning": 15 * 60, **{s: 62 * 60 for s in ("seen", "seen2", "seen3", "seen4", "seen5", "heldout")}}
 # espeak-ng voices: (accent, variant) pairs. v2's variants were used in no earlier set.
 _V1_BASES = {"tuning": ("en-us", "en-gb", "en-gb-x-rp", "en-gb-x-gbclan"),
              "seen": ("en-gb-scotland", "en-029", "en-us-nyc", "en-gb-x-gbcwmd")}
@@ -99,21 +102,34 @@ _V5_VARIANTS = {"sv": ("+f2", "+m1", "+m6"), "fi": ("+f4", "+m3", "+m8"), "cs": 
                 "hu": ("+f5", "+m4", "+m1"), "ro": ("+f3", "+m5", "+m2"), "da": ("+f2", "+m6", "+m3"),
                 "nb": ("+f1", "+m7", "+m4"), "sk": ("+f4", "+m8", "+m5"), "tr": ("+f5", "+m1", "+m6"),
                 "sl": ("+f3", "+m2", "+m7")}
-FLITE_VOICES = {"heldout": ("awb", "rms", "slt", "kal16", "kal")}
+# v6: English said by espeak-ng voices of nine languages no earlier set and no training voice had;
+# Festival's diphone voice ked (a speaker no other synthesiser here has) and its HTS voice of slt
+# (flite's slt is a concatenative voice of the same speaker), and piper joe played faster or slower
+# (pitch and formants moved together: another vocal tract), none of which anything was trained or tuned on.
+_V6_VARIANTS = {"mt": ("+f1", "+m3", "+m8"), "lb": ("+f4", "+m2", "+m6"), "ia": ("+f3", "+m1", "+m5"),
+                "ht": ("+f2", "+m4", "+m7"), "mi": ("+f5", "+m6", "+m2"), "gd": ("+f1", "+m5", "+m8"),
+                "bs": ("+f3", "+m7", "+m1"), "az": ("+f4", "+m3", "+m6"), "an": ("+f2", "+m8", "+m4")}
+FLITE_VOICES = {"seen5": ("awb", "rms", "slt", "kal16", "kal")}
+# (voice, shift): Festival voices, some played faster or slower (`speech.shifted`)
+FESTIVAL_VOICES = {"heldout": (("ked_diphone", 1.0), ("ked_diphone", 1.12), ("cmu_us_slt_arctic_hts", 1.0),
+                               ("cmu_us_slt_arctic_hts", 0.9))}
+PIPER_SHIFTS = {"heldout": (0.88, 1.14)}  # piper joe at length scale 1, played this much faster
 ESPEAK_VOICES = {
     **{s: tuple(b + v for b in _V1_BASES[s] for v in _V1_VARIANTS[s]) for s in _V1_BASES},
     "seen2": tuple(b + v for b, vs in _V2_VARIANTS.items() for v in vs),
     "seen3": tuple(b + v for b, vs in _V3_VARIANTS.items() for v in vs),
     "seen4": tuple(b + v for b, vs in _V4_VARIANTS.items() for v in vs),
-    "heldout": tuple(b + v for b, vs in _V5_VARIANTS.items() for v in vs),
+    "seen5": tuple(b + v for b, vs in _V5_VARIANTS.items() for v in vs),
+    "heldout": tuple(b + v for b, vs in _V6_VARIANTS.items() for v in vs),
 }
 # piper joe is the one piper speaker: every set has it, at speeds of its own
 PIPER_SCALES = {"tuning": (0.85, 1.0, 1.2), "seen": (0.92, 1.1, 1.3), "seen2": (0.8, 1.05, 1.4),
-                "seen3": (0.88, 1.15, 1.35), "seen4": (0.9, 1.12, 1.25), "heldout": (0.83, 0.97, 1.45)}
-WAKES_PER_VOICE = {"tuning": 4, "seen": 6, "seen2": 6, "seen3": 6, "seen4": 6, "heldout": 6}
-# Seeds are strings: v2's to v5's carry a prefix, so none of their noise or choices repeats another's.
-SALT = {"v1": "", "v2": "v2-", "v3": "v3-", "v4": "v4-", "v5": "v5-"}
-NOISY_LOOKALIKES = {"v3", "v4", "v5"}  # folders whose look-alike scenes are said over a noise bed half the time
+                "seen3": (0.88, 1.15, 1.35), "seen4": (0.9, 1.12, 1.25), "seen5": (0.83, 0.97, 1.45),
+                "heldout": (0.94, 1.18, 1.6)}
+WAKES_PER_VOICE = {"tuning": 4, "seen": 6, "seen2": 6, "seen3": 6, "seen4": 6, "seen5": 6, "heldout": 6}
+# Seeds are strings: v2's to v6's carry a prefix, so none of their noise or choices repeats another's.
+SALT = {"v1": "", "v2": "v2-", "v3": "v3-", "v4": "v4-", "v5": "v5-", "v6": "v6-"}
+NOISY_LOOKALIKES = {"v3", "v4", "v5", "v6"}  # folders whose look-alike scenes are said over a noise bed half the time
 
 NAMES = {"phrase": "Stella", "acoustic": "Jarvis"}
 WAKE_FORMS = ["Hey {n}.", "Hey {n}", "Hey {n}, what time is it?", "Hey {n}, turn on the lights.",
@@ -379,6 +395,58 @@ V5_TIMES = ["overnight", "on Thursday", "after a lengthy review", "this lunchtim
             "over the bank holiday", "for the fourth time"]
 
 
+# The v6 (held-out) set's texts: none of them said in v1 to v5 or in training.
+V6_WAKE_FORMS = ["Hey {n}, how far is Mars?", "Hey {n}, dim the lamp.", "Hey {n}, read me the headlines.",
+                 "Hey {n}, start a timer for ten minutes.", "Hey {n}, what's on tonight?", "Hey {n}, skip this song.",
+                 "Hey {n}, is it windy outside?", "Hey {n}, call my sister.", "Hey {n}, how do you spell rhythm?",
+                 "Hey {n}, remind me at six.", "Hey {n}, louder.", "Hey {n}, sleep well."]
+V6_CHATTER = [
+    "The postman came early today.", "Our neighbours are building an extension.", "I burnt the porridge again.",
+    "The swimming pool is closed for repairs.", "My phone battery dies by lunchtime.", "We ran out of sugar.",
+    "The roof tiles blew off in the storm.", "Grandma knitted me a scarf.", "The queue at the bank was enormous.",
+    "I need new glasses.", "The dog chewed my slipper.", "Their wedding is on a boat.",
+    "The washing machine is making a funny noise.", "We missed the last bus home.", "The soup needs more salt.",
+    "I found a spider in the bath.", "The car park was full.", "He dropped his keys down the drain.",
+    "The carpet still smells of paint.", "We should visit the museum.", "The printer is out of ink.",
+    "I met Stella's brother at the gym.", "The old Jarvis house is for sale.", "The hedge needs trimming.",
+    "My tea has gone cold.", "The concert sold out in minutes.", "There's a fox in the garden.",
+    "I left my umbrella on the train.", "We played cards until midnight.", "The baby finally fell asleep.",
+]
+V6_REQUESTS = [
+    "how deep is the deepest lake", "who painted the ceiling of the chapel", "how many hearts does an octopus have",
+    "what is the tallest mountain", "how do you say thank you in Japanese", "why is the sea salty",
+    "when was the bicycle invented", "what is the capital of Canada", "how long do parrots live",
+    "what do owls eat", "how far away is the sun", "which country has the most islands",
+]
+V6_OPENERS = ["I've been meaning to ask", "A quick one:", "Would you mind finding out", "My son wants to know",
+              "I heard on the radio", "Refresh my memory:", "Do you happen to know", "Purely out of curiosity,"]
+V6_LOOKALIKES = [
+    # for "hey stella"
+    "Hey Donatella, the table's ready.", "Hey Graciela, long time no see.", "Hey Antonella, pass the salt.",
+    "Hey Cinderella, midnight soon.", "Hey Mirella, great haircut.", "Hey Petra, your parcel came.",
+    "Hey Shelby, grab a chair.", "Hey Stanislav, welcome back.", "Hey, stay calm.", "Hey, spell that again.",
+    "Hey Fabiola, happy birthday.", "Hey Estrid, the meeting moved.", "Hey Kendra, nice jacket.",
+    "Hey Sybella, the taxi's here.", "Hey Mabel, come and eat.", "Hey Stellmacher, your order.",
+    "Hey Nicola, we're off now.",
+    # for "hey jarvis"
+    "Hey Darvish, good game.", "Hey Jarvik, your coat.", "Hey Marvin, the lift is broken.", "Hey Mavis, hold on.",
+    "Hey Carlos, see you there.", "Hey Jervis Bay tourists.", "Hey Harvey, where's the map?",
+    "Hey Travis, dinner's ready.", "Hey Jasmine, pick up.", "Hey Marvel villains.", "Hey Francis, one moment.",
+    "Hey Jarrod, lovely goal.", "Hey Parvin, how's work?", "Hey Davis, thanks again.",
+]
+V6_SUBJECTS = ["The transport secretary", "Lifeguards", "A fresh study", "Weather experts", "Beekeepers",
+               "The lifeboat crew", "The botanical garden", "Lorry drivers", "The rail operator", "Stargazers",
+               "The police federation", "Charity workers", "Midwives", "The city mayor"]
+V6_VERBS = ["are investigating", "complained about", "shared plans for", "are divided on", "celebrated",
+            "rejected", "published a study of", "are worried about", "welcomed news of", "approved"]
+V6_OBJECTS = ["a new cycle lane", "soaring energy bills", "thunderstorms across the north", "a pay deal for porters",
+              "the takeover of a brewery", "a trial of driverless trams", "landslides on the coast road",
+              "a shortage of dentists", "a night market by the harbour", "a drop in bee numbers",
+              "the repair of the bridge", "a pod of dolphins in the bay", "the price of butter"]
+V6_TIMES = ["at dawn", "on Friday", "after months of talks", "this afternoon", "during the blackout",
+            "over the half term", "for the fifth time"]
+
+
 @dataclass(frozen=True)
 class Texts:
     """What a set's voices say."""
@@ -402,18 +470,25 @@ TEXTS = {"v1": Texts(WAKE_FORMS, CHATTER, REQUESTS, OPENERS, LOOKALIKES, SUBJECT
          "v4": Texts(V4_WAKE_FORMS, V4_CHATTER, V4_REQUESTS, V4_OPENERS, V4_LOOKALIKES, V4_SUBJECTS, V4_VERBS,
                      V4_OBJECTS, V4_TIMES),
          "v5": Texts(V5_WAKE_FORMS, V5_CHATTER, V5_REQUESTS, V5_OPENERS, V5_LOOKALIKES, V5_SUBJECTS, V5_VERBS,
-                     V5_OBJECTS, V5_TIMES)}
+                     V5_OBJECTS, V5_TIMES),
+         "v6": Texts(V6_WAKE_FORMS, V6_CHATTER, V6_REQUESTS, V6_OPENERS, V6_LOOKALIKES, V6_SUBJECTS, V6_VERBS,
+                     V6_OBJECTS, V6_TIMES)}
 
 @dataclass(frozen=True)
 class Voice:
-    id: str  # "espeak en-gb-scotland+f3", "piper x1.1" or "flite awb"
+    id: str  # "espeak en-gb-scotland+f3", "piper x1.1", "flite awb" or "festival ked_diphone x1.12"
     engine: str
-    name: str  # espeak or flite voice, or piper's length scale as text
+    name: str  # espeak, flite or Festival voice, or piper's length scale as text
+    shift: float = 1.0  # played this much faster (`speech.shifted`)
 
     def say(self, text: str, rng: random.Random, piper: Piper) -> np.ndarray:
+        if self.shift != 1.0:
+            return shifted(dataclasses.replace(self, shift=1.0).say(text, rng, piper), self.shift)
         if self.engine == "piper":
             return piper(text, length_scale=float(self.name) * rng.uniform(0.95, 1.05),
                          noise_scale=rng.uniform(0.5, 0.8), level=rng.uniform(0.3, 0.6))
+        if self.engine == "festival":
+            return festival(text, voice=self.name, stretch=160 / rng.randint(130, 200), level=rng.uniform(0.3, 0.6))
         if self.engine == "flite":
             return flite(text, voice=self.name, stretch=160 / rng.randint(130, 200), pitch=rng.uniform(0.8, 1.25),
                          level=rng.uniform(0.3, 0.6))
@@ -424,7 +499,10 @@ class Voice:
 def voices(which: str) -> list[Voice]:
     out = [Voice(f"espeak {v}", "espeak", v) for v in ESPEAK_VOICES[which]]
     out += [Voice(f"flite {v}", "flite", v) for v in FLITE_VOICES.get(which, ())]
-    return out + [Voice(f"piper x{s}", "piper", str(s)) for s in PIPER_SCALES[which]]
+    out += [Voice(f"festival {v}" + (f" x{f}" if f != 1.0 else ""), "festival", v, f)
+            for v, f in FESTIVAL_VOICES.get(which, ())]
+    out += [Voice(f"piper x{s}", "piper", str(s)) for s in PIPER_SCALES[which]]
+    return out + [Voice(f"piper x1.0 played x{f}", "piper", "1.0", f) for f in PIPER_SHIFTS.get(which, ())]
 
 
 @dataclass
