@@ -31,6 +31,10 @@ if TYPE_CHECKING:
 MADV_DONTNEED = 4  # Linux: the pages read as zeros until written again
 TUNABLES_ENV = "GLIBC_TUNABLES"
 ENGINE_TUNABLES = {"glibc.malloc.arena_max": "2"}
+# numpy's BLAS on one thread: the engine's products are small (the wake model's 1536 x 768 layer every
+# 80 ms), where a second thread costs more CPU than it saves (tests/bench/wake_rates.py: 138 -> 89 ms of
+# CPU per second of audio, idle-listening with the phrase engine).
+ENGINE_THREADS = {"OPENBLAS_NUM_THREADS": "1"}
 
 
 @functools.cache
@@ -70,9 +74,9 @@ def give_back_pages(array: np.ndarray) -> int:
 
 
 def engine_env(env: Mapping[str, str]) -> dict[str, str]:
-    """`env` with the engine's heap tunables added; a tunable the user set keeps their value, and their other
-    tunables are kept."""
+    """`env` with the engine's heap tunables and BLAS threads added; a tunable or thread count the user set
+    keeps their value, and their other tunables are kept."""
     tunables = [t for t in env.get(TUNABLES_ENV, "").split(":") if t]
     own = {t.split("=", 1)[0] for t in tunables}
     tunables += [f"{name}={value}" for name, value in ENGINE_TUNABLES.items() if name not in own]
-    return {**env, TUNABLES_ENV: ":".join(tunables)}
+    return {**ENGINE_THREADS, **env, TUNABLES_ENV: ":".join(tunables)}

@@ -127,21 +127,24 @@ def imported_of(module: str, names: list[str]) -> list[str]:
 TUNABLES = textwrap.dedent("""
     import os, sys
     with open(sys.argv[1], "w") as out:
-        out.write(os.environ.get("GLIBC_TUNABLES", "-"))
+        out.write(os.environ.get("GLIBC_TUNABLES", "-") + " " + os.environ.get("OPENBLAS_NUM_THREADS", "-"))
     print("channel_port=" + os.environ["STELLA_CHANNEL_PORT"], flush=True)
     import time; time.sleep(600)
 """)
 
 
-def test_the_engine_heap_is_tuned_and_a_users_own_glibc_setting_wins(tmp_path: Path) -> None:
-    """Two malloc arenas (the engine mostly 216-224 MiB after a turn, not 227-253): sidecar/memory.py."""
+def test_the_engine_heap_and_threads_are_tuned_and_a_users_own_setting_wins(tmp_path: Path) -> None:
+    """Two malloc arenas (the engine mostly 216-224 MiB after a turn, not 227-253) and numpy's BLAS on one
+    thread (the wake model idle-listening: 138 -> 89 ms of CPU a second): sidecar/memory.py."""
     seen = tmp_path / "tunables"
     ours = "glibc.malloc.arena_max=2"
-    for users, expected in [(None, ours),
-                            ("glibc.malloc.hugetlb=1", "glibc.malloc.hugetlb=1:" + ours),
-                            ("glibc.malloc.arena_max=8:glibc.malloc.check=0",) * 2]:
-        env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+    for users, threads, expected in [(None, None, ours + " 1"),
+                                     ("glibc.malloc.hugetlb=1", "4", "glibc.malloc.hugetlb=1:" + ours + " 4"),
+                                     ("glibc.malloc.arena_max=8:glibc.malloc.check=0", None,
+                                      "glibc.malloc.arena_max=8:glibc.malloc.check=0 1")]:
+        env = {k: v for k, v in os.environ.items() if k not in ("GLIBC_TUNABLES", "OPENBLAS_NUM_THREADS")}
         env |= {"GLIBC_TUNABLES": users} if users else {}
+        env |= {"OPENBLAS_NUM_THREADS": threads} if threads else {}
         supervisor = Supervisor([sys.executable, "-c", TUNABLES, str(seen)], Launch(SECRET, 0), env=env)
         supervisor.start()
         try:
