@@ -405,6 +405,8 @@ class SettingsPanel {
     $('close-settings').addEventListener('click', () => this.close());
     this.backdrop.addEventListener('click', () => this.close());
     document.addEventListener('keydown', (e) => { if (e.key === 'Escape') this.close(); });
+    this.edited = new Set();  // fields the user changed since opening: a late refresh must not undo them
+    this.form.addEventListener('change', (e) => { if (e.target.name) this.edited.add(e.target.name); });
     this.form.wake_engine.addEventListener('change', () => this._showWakeFields());
     this.form.addEventListener('submit', (e) => { e.preventDefault(); this.save(); });
     $('pair').addEventListener('click', () => this.channel.send({ cmd: 'pair', code: $('pairing-code').value.trim() }));
@@ -413,6 +415,7 @@ class SettingsPanel {
   get isOpen() { return !this.panel.hidden; }
 
   open() {
+    if (!this.isOpen) this.edited.clear();
     this.panel.hidden = this.backdrop.hidden = false;
     this.note.textContent = '';
     this.channel.send({ cmd: 'settings' }); // fresh device lists
@@ -431,7 +434,12 @@ class SettingsPanel {
   }
 
   update(event) {
-    const { values, choices } = event;
+    const { choices } = event;
+    if (event.saved) this.edited.clear();
+    // the engine's values, but what the user changed since opening stays (the lists opening asked for can
+    // come after the first change)
+    const values = { ...event.values };
+    for (const name of this.edited) if (this.form[name]) values[name] = this.form[name].value;
     const options = (select, items, label, defaultLabel) => {
       const current = values[select.name];
       const list = defaultLabel === undefined ? items : ['', ...items];

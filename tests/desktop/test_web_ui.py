@@ -190,6 +190,12 @@ def test_the_two_stage_wake_word_is_offered_with_its_model_choice(page, engine: 
     form.locator("[name=wake_engine]").select_option("two_stage")
     assert form.locator("[name=wake_model]").is_visible(), "the built-in word to listen for is chosen here too"
     assert not form.locator("[name=wake_phrase]").is_visible()
+    # the engine's answer to opening (fresh device lists) may come after the first change: it must not undo it
+    page.evaluate("document.querySelector('[name=wake_model] option').dataset.stale = '1'")
+    page.evaluate("document.getElementById('open-settings').click()")  # asks for the lists again
+    until(page, "!document.querySelector('[name=wake_model] option[data-stale]')")  # they came
+    assert form.locator("[name=wake_engine]").input_value() == "two_stage"
+    assert form.locator("[name=wake_model]").is_visible() and not form.locator("[name=wake_phrase]").is_visible()
 
 
 def test_without_webgl_the_character_comes_as_frames_from_the_engine(browser, engine: Engine, assets: str) -> None:
