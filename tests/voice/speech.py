@@ -51,10 +51,14 @@ QUESTIONS = [
     "Where do penguins live?", "What is your name?", "How tall is a giraffe?", "Do you like cats?",
 ]
 
-def espeak(text: str, *, voice: str = "en-us", speed: int = 160, pitch: int = 50, level: float = 0.5) -> np.ndarray:
-    samples, rate = EspeakSynth(voice, speed, pitch)(text)
+def leveled(samples: np.ndarray, rate: int, level: float) -> np.ndarray:
+    """A synthesiser's output as test speech: at 16 kHz, silence trimmed, its peak at `level`."""
     peak = float(np.max(np.abs(samples))) or 1.0
     return trim(resample(samples, rate, RATE)) / peak * level
+
+
+def espeak(text: str, *, voice: str = "en-us", speed: int = 160, pitch: int = 50, level: float = 0.5) -> np.ndarray:
+    return leveled(*EspeakSynth(voice, speed, pitch)(text), level)
 
 
 MALE_FLITE = {"awb", "rms", "kal", "kal16"}
@@ -68,9 +72,7 @@ def flite(text: str, *, voice: str = "slt", stretch: float = 1.0, pitch: float =
         subprocess.run(["flite", "-voice", voice, "--setf", f"duration_stretch={stretch:.3f}",
                         "--setf", f"int_f0_target_mean={110 * pitch if voice in MALE_FLITE else 170 * pitch:.0f}",
                         "-t", text, "-o", str(out)], check=True, capture_output=True)
-        samples, rate = read_wav(out)
-    peak = float(np.max(np.abs(samples))) or 1.0
-    return trim(resample(samples, rate, RATE)) / peak * level
+        return leveled(*read_wav(out), level)
 
 
 def festival(text: str, *, voice: str = "ked_diphone", stretch: float = 1.0, level: float = 0.5) -> np.ndarray:
@@ -82,9 +84,7 @@ def festival(text: str, *, voice: str = "ked_diphone", stretch: float = 1.0, lev
         subprocess.run(["text2wave", "-eval", f"(voice_{voice})", "-eval",
                         f"(Parameter.set 'Duration_Stretch {stretch:.3f})", str(said), "-o", str(out)],
                        check=True, capture_output=True)
-        samples, rate = read_wav(out)
-    peak = float(np.max(np.abs(samples))) or 1.0
-    return trim(resample(samples, rate, RATE)) / peak * level
+        return leveled(*read_wav(out), level)
 
 
 def shifted(audio: np.ndarray, factor: float) -> np.ndarray:
