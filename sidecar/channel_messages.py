@@ -86,6 +86,7 @@ class Voice(AppEvent):
     detail: str
     wake_engine: str
     wake_word: str  # as the window shows it; "" when there is none
+    enrolled: bool = False  # the user taught her their voice (Settings): her name wakes her for them
 
 
 @dataclass(frozen=True)
@@ -212,6 +213,14 @@ class SettingsCmd(Command):
 
 
 @dataclass(frozen=True)
+class Enrol(Command):
+    """teach her the user's voice (three takes of the wake word), cancel that, or forget the voice"""
+
+    cmd: ClassVar[str] = "enrol"
+    action: Literal["start", "cancel", "forget"]
+
+
+@dataclass(frozen=True)
 class Pair(Command):
     """redeem a pairing code"""
 
@@ -241,7 +250,7 @@ class Unlock(Command):
             raise BadCommand(f"unlocking with a passphrase needs the passphrase; send {usage(Unlock)}")
 
 
-COMMAND_TYPES: tuple[type[Command], ...] = (Text, PttStart, PttStop, Cancel, WearOutfit, SettingsCmd, Pair,
+COMMAND_TYPES: tuple[type[Command], ...] = (Text, PttStart, PttStop, Cancel, WearOutfit, SettingsCmd, Enrol, Pair,
                                             Frames, Unlock)
 BY_NAME: dict[str, type[Command]] = {c.cmd: c for c in COMMAND_TYPES}
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -172,6 +172,32 @@ class WakeCheckFrame(ControlFrame):
 
 
 @dataclass(kw_only=True)
+class EnrolFrame(ControlFrame):
+    """From the window (Settings): start teaching her the user's voice (three takes of the wake
+    word), or cancel it."""
+
+    interruptible: ClassVar[bool] = False
+    start: bool
+
+
+@dataclass(kw_only=True)
+class EnrolmentFrame(ControlFrame):
+    """How enrolment goes: `status` "listening" (`taken` of `needed` takes heard), "done" (with the
+    new `verifier`, which the engine keeps in the store; never in the event), "cancelled", or
+    "unavailable" (no model of ours listens: enrolment needs the "hey stella" phrase's)."""
+
+    event: ClassVar[str] = "enrolment"
+    interruptible: ClassVar[bool] = False
+    taken: int
+    needed: int
+    status: Literal["listening", "done", "cancelled", "unavailable"]
+    verifier: Any = None  # wake_verifier.Verifier (frames know no voice module)
+
+    def event_data(self) -> dict[str, Any]:
+        return {k: v for k, v in super().event_data().items() if k != "verifier"}
+
+
+@dataclass(kw_only=True)
 class WakeFrame(ControlFrame):
     """The wake word was heard (`t`: when); `engine` is "openwakeword" or "phrase"."""
 
@@ -210,6 +236,7 @@ class UtteranceFrame(DataFrame):
     The wake gate sets `wake_inside` when an acoustic wake word was said within it (so its
     transcript starts with the wake word) and `verify_wake` when the custom-phrase engine
     must look for the name in its transcript, with `wake_score` the acoustic model's best score
+    (and `wake_personal` the enrolled user's verifier's)
     inside it when one listens too (None: no acoustic opinion); barge-in sets `barge_in` on the
     speech that interrupted Stella.
     """
@@ -224,6 +251,7 @@ class UtteranceFrame(DataFrame):
     wake_inside: bool = False
     verify_wake: bool = False
     wake_score: float | None = None
+    wake_personal: float | None = None  # the enrolled user's verifier's best score in it (None: none)
     barge_in: bool = False  # said over Stella's voice and cut her off: addressed to her
 
 

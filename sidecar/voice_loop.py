@@ -13,6 +13,7 @@ several pipelines in a row.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import importlib.util
 import logging
 from collections.abc import Iterable
@@ -44,6 +45,7 @@ from sidecar.voice.vad import Endpointer, SileroVad
 from sidecar.voice.wake import AcousticWake, MicroWakeModel, WakeModel
 from sidecar.voice.wake_confirm import AcousticOpinion
 from sidecar.voice.wake_nbest import NameHypotheses
+from sidecar.voice.wake_verifier import Verifier, others
 
 log = logging.getLogger(__name__)
 
@@ -174,9 +176,10 @@ def echo_guard(config: VoiceConfig, canceller: EchoCanceller | None = None) -> E
 
 
 def listening(config: VoiceConfig, loaded: LoadedModels, source: Source, intents: Intents | None = None,
-              played: PlayedLog | None = None) -> list[Processor]:
+              played: PlayedLog | None = None, verifier: Verifier | None = None) -> list[Processor]:
     """Microphone to user turns: source, [echo canceller], [acoustic wake], VAD, [barge-in], wake
-    gate, ASR, turn taker. `played` is what playback plays (no canceller without it)."""
+    gate, ASR, turn taker. `played` is what playback plays (no canceller without it); `verifier`
+    the user's enrolled voice (`wake_verifier`), heard by our own model only."""
     acoustic = config.wake_engine in ("openwakeword", "two_stage")
     wake_word = config.wake_model if acoustic else config.wake_phrase
     prompt = "" if config.wake_engine == "off" else wake_word.replace("_", " ").title() + "."
@@ -197,9 +200,12 @@ def listening(config: VoiceConfig, loaded: LoadedModels, source: Source, intents
         candidates = config.wake_engine != "openwakeword"
         threshold = {"openwakeword": config.wake_threshold, "two_stage": config.wake_trigger_threshold,
                      "phrase": config.wake_acoustic_floor}[config.wake_engine]
-        processors.append(AcousticWake(loaded.wake, threshold, candidates=candidates))
-        if candidates and listener in TRAINED_WAKE_MODELS:  # a published model's scores are not ours to weigh
-            opinion = AcousticOpinion(config.wake_acoustic_floor, config.wake_acoustic_sure)
+        ours = listener in TRAINED_WAKE_MODELS  # a published model's scores are not ours to weigh
+        processors.append(AcousticWake(loaded.wake, threshold, candidates=candidates,
+                                       verifier=verifier if ours and candidates else None,
+                                       bank=functools.partial(others, listener) if ours else None))
+        if candidates and ours:
+            opinion = AcousticOpinion(config.wake_acoustic_floor, config.wake_acoustic_sure, config.wake_personal)
     turn = loaded.turn if config.endpoint == "smart_turn" else None  # None: the fixed hang-over
     processors.append(Endpointer(config, loaded.vad, echo_guard(config, canceller), turn))
     if config.barge_in:
@@ -214,11 +220,11 @@ def listening(config: VoiceConfig, loaded: LoadedModels, source: Source, intents
 
 def build(config: AppConfig, loaded: LoadedModels, source: Source, output: Output, link: ChatLink,
           clock: Clock, observers: Iterable[Observer] = (), conversation: Conversation | None = None,
-          outfits: tuple[Outfit, ...] | None = None) -> Pipeline:
+          outfits: tuple[Outfit, ...] | None = None, verifier: Verifier | None = None) -> Pipeline:
     """The whole loop: `listening`, then reply, outfit tags, sentences, TTS and playback.
 
     `outfits` is the catalogue (default: the configured atlas's); the conversation made here
-    offers it to the model.
+    offers it to the model. `verifier`: the user's enrolled voice (`listening`).
     """
     outfits = load_catalogue(config.atlas_dir) if outfits is None else outfits
     voice = config.voice
@@ -232,7 +238,8 @@ def build(config: AppConfig, loaded: LoadedModels, source: Source, output: Outpu
         Playback(output, voice.sentence_pause_ms, volume_db=voice.volume_db, volume_step_db=voice.volume_step_db,
                  played=played),
     ]
-    return Pipeline(listening(voice, loaded, source, _intents(config, outfits), played) + speaking, clock, observers)
+    return Pipeline(listening(voice, loaded, source, _intents(config, outfits), played, verifier) + speaking, clock,
+                    observers)
 
 
 def typed(config: AppConfig, source: Source, link: ChatLink, conversation: Conversation, clock: Clock,

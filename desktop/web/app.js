@@ -410,6 +410,10 @@ class SettingsPanel {
     this.form.wake_engine.addEventListener('change', () => this._showWakeFields());
     this.form.addEventListener('submit', (e) => { e.preventDefault(); this.save(); });
     $('pair').addEventListener('click', () => this.channel.send({ cmd: 'pair', code: $('pairing-code').value.trim() }));
+    this.enrolling = false;
+    $('enrol-start').addEventListener('click', () => this.channel.send({
+      cmd: 'enrol', action: this.enrolling ? 'cancel' : 'start' }));
+    $('enrol-forget').addEventListener('click', () => this.channel.send({ cmd: 'enrol', action: 'forget' }));
   }
 
   get isOpen() { return !this.panel.hidden; }
@@ -464,6 +468,29 @@ class SettingsPanel {
     const engine = this.form.wake_engine.value;
     for (const label of this.form.querySelectorAll('[data-for]')) {
       label.hidden = !label.dataset.for.split(' ').includes(engine);  // data-for: the engines it belongs to
+    }
+  }
+
+  // Teaching her the user's voice: three takes of her name, each reported as it is heard.
+  enrolment({ taken, needed, status }) {
+    this.enrolling = status === 'listening';
+    const progress = $('enrol-progress');
+    progress.hidden = !this.enrolling;
+    progress.max = needed;
+    progress.value = taken;
+    $('enrol-start').textContent = this.enrolling ? 'Cancel' : 'Teach her my voice';
+    $('enrol-note').textContent = {
+      listening: `Say “Hey Stella” now, a moment apart (${taken} of ${needed} heard).`,
+      done: 'She knows your voice ✓ Your “Hey Stella” wakes her at once; other voices hardly ever.',
+      cancelled: 'Not taught: nothing was kept.',
+      unavailable: 'Teaching her your voice needs the phrase “hey stella” and its model.',
+    }[status] || '';
+  }
+
+  enrolled(known) {
+    $('enrol-forget').hidden = !known;
+    if (!this.enrolling) {
+      $('enrol-start').textContent = known ? 'Teach her my voice again' : 'Teach her my voice';
     }
   }
 
@@ -616,6 +643,7 @@ async function main() {
       wakeNode.dataset.voice = e.status;
       wakeNode.title = e.detail;
       ptt.setAttribute('aria-disabled', String(e.status !== 'ready'));
+      settings.enrolled(e.enrolled);
       const label = wakeNode.querySelector('.label');
       if (e.status === 'ready') label.textContent = e.wake_word ? `Say “${e.wake_word}”` : 'Listening for you';
       else label.textContent = e.status === 'loading' ? 'Voice starting…' : 'Voice off';
@@ -625,6 +653,7 @@ async function main() {
       }
     },
     wake_check: (e) => settings.wakeCheck(e),
+    enrolment: (e) => settings.enrolment(e),
     wake: (e) => {
       if (e.engine === 'openwakeword') settings.wakeCheck({ heard: true, woke: true });
       wakeNode.classList.add('woke');

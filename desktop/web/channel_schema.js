@@ -6,6 +6,7 @@ export const EVENTS = new Map([
   ['audio_out', ['duration', 'index', 't', 'turn']],  // a pipeline frame (sidecar/frames.py)
   ['blink', ['t']],  // a pipeline frame (sidecar/frames.py)
   ['end', ['t']],  // a pipeline frame (sidecar/frames.py)
+  ['enrolment', null],  // a pipeline frame (sidecar/frames.py)
   ['error', ['code', 'fatal', 'message', 't']],  // channel.py: a problem to show in plain words; the engine goes on. / a pipeline frame (sidecar/frames.py)
   ['heard', ['interrupted', 't', 'text', 'turn']],  // a pipeline frame (sidecar/frames.py)
   ['hello', ['last_exit', 'pid', 'protocol', 'restarts']],  // engine/core.py: the greeting (protocol, pid, restarts, last exit).
@@ -34,7 +35,7 @@ export const EVENTS = new Map([
   ['turn_end', ['t', 'turn']],  // a pipeline frame (sidecar/frames.py)
   ['user_text', ['t', 'text']],  // a pipeline frame (sidecar/frames.py)
   ['user_turn', ['local_answer', 'source', 'speech_end', 't', 'text', 'turn']],  // a pipeline frame (sidecar/frames.py)
-  ['voice', ['detail', 'status', 'wake_engine', 'wake_word']],  // engine/voice_session.py: the voice loop's status.
+  ['voice', ['detail', 'enrolled', 'status', 'wake_engine', 'wake_word']],  // engine/voice_session.py: the voice loop's status.
   ['volume', ['step', 't']],  // a pipeline frame (sidecar/frames.py)
   ['wake', ['engine', 'score', 't', 'word']],  // a pipeline frame (sidecar/frames.py)
   ['wake_check', ['acoustic', 'acoustic_floor', 'engine', 'floor', 'heard', 'odds', 't', 'woke']],  // a pipeline frame (sidecar/frames.py)
@@ -42,6 +43,7 @@ export const EVENTS = new Map([
 
 export const COMMANDS = new Map([
   ['cancel', { required: [], optional: [] }],  // stop the reply
+  ['enrol', { required: ['action'], optional: [] }],  // teach her the user's voice (three takes of the wake word), cancel that, or forget the voice
   ['frames', { required: ['height', 'width'], optional: [] }],  // stream the character as PNG frames (no WebGL); a size of 0 stops them
   ['outfit', { required: ['id'], optional: [] }],  // wear this outfit (id)
   ['pair', { required: ['code'], optional: [] }],  // redeem a pairing code

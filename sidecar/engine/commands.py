@@ -20,6 +20,7 @@ from sidecar.channel import Channel
 from sidecar.channel_messages import (
     Cancel,
     Command,
+    Enrol,
     Error,
     Frames,
     Pair,
@@ -39,7 +40,7 @@ from sidecar.engine.stored import EngineStore
 from sidecar.engine.unlock import StoreUnlock
 from sidecar.engine.voice_session import Sessions
 from sidecar.engine.wardrobe import Wardrobe
-from sidecar.frames import InterruptionFrame, PushToTalkFrame, UserTextFrame
+from sidecar.frames import EnrolFrame, InterruptionFrame, PushToTalkFrame, UserTextFrame
 
 MAX_TEXT_CHARS = 2000
 
@@ -82,6 +83,8 @@ class Commands:
                 return self.outfit(outfit)
             case SettingsCmd(values=values):
                 return await self.settings(ws, values)
+            case Enrol(action=action):
+                return await self.enrol(action)
             case Pair(code=code):
                 return await self.pair(code)
             case Frames(width=width, height=height):
@@ -137,6 +140,22 @@ class Commands:
             return Error("bad_settings", f"Those settings were not saved: {exc}")
         self.parts.sessions.reconfigure(config, reload_voice=voice_changed and self.parts.voice_allowed)
         self.parts.channel.send(panel.event(saved=True))
+        return None
+
+    async def enrol(self, action: str) -> Error | None:
+        """Start or cancel teaching her the user's voice (the acoustic wake hears the takes and says how it
+        goes: `EnrolmentFrame`), or forget the voice taught."""
+        sessions = self.parts.sessions
+        if action == "forget":
+            await asyncio.to_thread(self.parts.kept.save_enrolment, None)
+            sessions.enrolled(None)
+            return None
+        if sessions.pipeline is None or sessions.loaded is None:
+            return Error("no_voice", f"Teaching her your voice needs the microphone. {sessions.voice.detail}")
+        if not sessions.can_enrol:
+            return Error("no_enrolment", "Teaching her your voice works with her name's own model: choose "
+                                         "Engine “Her name” and the phrase “hey stella” first, and save.")
+        await sessions.pipeline.queue(EnrolFrame(start=action == "start"))
         return None
 
     async def pair(self, code: str) -> Error | None:

@@ -32,14 +32,15 @@ from sidecar.engine.presence import Presence
 from sidecar.engine.settings import SettingsPanel
 from sidecar.engine.stored import EngineStore, StoreHistory
 from sidecar.engine.unlock import StoreUnlock
-from sidecar.engine.voice_session import Sessions
+from sidecar.engine.voice_session import Sessions, sentence
 from sidecar.engine.wardrobe import Wardrobe
 from sidecar.events import EachEventOnce, TurnTimeline
-from sidecar.frames import Frame, InputStartedFrame, MouthFrame, OutfitFrame, TurnTimelineFrame
+from sidecar.frames import EnrolmentFrame, Frame, InputStartedFrame, MouthFrame, OutfitFrame, TurnTimelineFrame
 from sidecar.launch import PORT_LINE, Launch
 from sidecar.outfit_catalogue import catalogue_of
 from sidecar.pipeline import Observer
 from sidecar.store import StoreConfig, StoreError
+from sidecar.voice.wake_verifier import Verifier
 
 log = logging.getLogger(__name__)
 
@@ -145,6 +146,12 @@ class App:
             self.sessions.reconfigure(config, reload_voice=False)
         self.link.restore(saved.pairing)
         self.wardrobe.restore(saved.outfit)
+        if saved.enrolment is not None:
+            try:
+                self.sessions.enrolled(Verifier.from_stored(saved.enrolment))
+            except ValueError as exc:
+                log.warning("%s", exc)
+                self.channel.send(Error("enrolment_unusable", sentence(str(exc))))
 
     async def _greet_again(self) -> None:
         await self.sessions.ready.wait()
@@ -165,6 +172,9 @@ class App:
             self.frames.set_mouth(frame.level)
         elif isinstance(frame, OutfitFrame) and frame.id in self.wardrobe:  # asked for aloud, or tagged in a reply
             self.wardrobe.wear(frame.id)
+        elif isinstance(frame, EnrolmentFrame) and frame.verifier is not None:  # the user's voice, just taught
+            self.sessions.enrolled(frame.verifier)
+            self.kept.save_enrolment(frame.verifier.to_stored())  # one small commit, as an outfit's
 
     def _timeline(self, frame: TurnTimelineFrame) -> None:
         """A finished turn's timeline: to the app's log (times only, no words) and the window."""

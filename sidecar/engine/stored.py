@@ -44,13 +44,15 @@ class Saved:
     settings: dict[str, Any]
     pairing: Credentials | None
     outfit: str | None
+    enrolment: Any = None  # the user's voice taught for the wake word (`wake_verifier.Verifier.to_stored`)
 
     @classmethod
     def read(cls, store: Store) -> Saved:
         settings = store.get_setting("settings", {})
         creds = store.credentials()
         pairing = None if creds is None else Credentials(creds.gateway_url, creds.device_id, creds.refresh_credential)
-        return cls(settings if isinstance(settings, dict) else {}, pairing, store.outfit())
+        return cls(settings if isinstance(settings, dict) else {}, pairing, store.outfit(),
+                   store.get_setting("wake_enrolment"))
 
 
 class EngineStore:
@@ -75,6 +77,10 @@ class EngineStore:
     def save_settings(self, values: dict[str, Any]) -> None:
         if self._store is not None:
             self._store.set_setting("settings", values)
+
+    def save_enrolment(self, stored: dict[str, Any] | None) -> None:
+        if self._store is not None:
+            self._store.set_setting("wake_enrolment", stored)
 
     def save_pairing(self, creds: Credentials) -> None:
         if self._store is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import replace
 
 from remote_api.shared.models.errors import ModelError
 from sidecar.channel_messages import Voice, VoiceStatus
@@ -25,6 +26,8 @@ from sidecar.voice.capture import DeviceSource
 from sidecar.voice.deferred import DeferredVoice
 from sidecar.voice.devices import find_device
 from sidecar.voice.playback import DeviceOutput
+from sidecar.voice.wake import WakeModel
+from sidecar.voice.wake_verifier import Verifier
 from sidecar.voice_loop import LoadedModels, build, typed
 
 log = logging.getLogger(__name__)
@@ -77,6 +80,7 @@ class Sessions:
         self._reload = asyncio.Event()
         self._models_task: asyncio.Task[None] | None = None
         self._warming: asyncio.Task[None] | None = None
+        self.verifier: Verifier | None = None  # the user's voice taught for the wake word (`enrolled`)
 
     def start(self, voice_on: bool) -> None:
         if voice_on:
@@ -93,6 +97,22 @@ class Sessions:
 
     def reload(self) -> None:
         self._reload.set()
+
+    @property
+    def can_enrol(self) -> bool:
+        """The loaded wake model is our own (enrolment learns on its windows)."""
+        wake = None if self.loaded is None else self.loaded.wake
+        return isinstance(wake, WakeModel) and wake.trained and self.config.voice.wake_engine == "phrase"
+
+    def enrolled(self, verifier: Verifier | None) -> None:
+        """The user's voice, taught just now (the pipeline listening has it already), restored from the
+        store, or forgotten (None: the next pipeline listens without it)."""
+        forgotten = verifier is None and self.verifier is not None
+        self.verifier = verifier
+        if forgotten:
+            self.reload()
+        self.voice = replace(self.voice, enrolled=verifier is not None)
+        self.send(self.voice)
 
     def listening(self) -> None:
         """The microphone delivers: say what Stella listens for, then load her voice in the background."""
@@ -149,7 +169,7 @@ class Sessions:
             output = DeviceOutput(voice.output_device, voice.output_rate, voice.block_ms)
             self.presence.replies_heard(True)
             return build(self.config, self.loaded, source, output, link, Clock(), self.observers(),
-                         self.conversation, self.conversation.outfits)
+                         self.conversation, self.conversation.outfits, self.verifier)
         self.presence.replies_heard(False)
         return typed(self.config, IdleSource(), link, self.conversation, Clock(), self.observers())
 
@@ -181,4 +201,5 @@ class Sessions:
     def _voice_event(self, status: VoiceStatus, detail: str) -> Voice:
         """Whether Stella can hear and speak now (loading, ready, off) and her wake word."""
         voice = self.config.voice
-        return Voice(status=status, detail=detail, wake_engine=voice.wake_engine, wake_word=wake_label(voice))
+        return Voice(status=status, detail=detail, wake_engine=voice.wake_engine, wake_word=wake_label(voice),
+                     enrolled=self.verifier is not None)

@@ -132,7 +132,7 @@ class WakeGate(Processor):
             # only if the candidate was confirmed. (The phrase engine's gate lets all speech through.)
             if self.engine == "two_stage":
                 self.window.wake(frame.t)
-            self.candidates.trigger(frame.t, frame.score)
+            self.candidates.trigger(frame.t, frame.score, frame.personal)
             for dropped in self.candidates.expire(frame.t):
                 log.debug("wake candidate at %.2f s dropped: no speech around it", dropped.t)
             return
@@ -167,6 +167,7 @@ class WakeGate(Processor):
             utterance.verify_wake = True
             if self.acoustic:  # the acoustic model's opinion goes with it (0: it heard nothing like the name)
                 utterance.wake_score = held.score if held is not None else 0.0
+                utterance.wake_personal = held.personal if held is not None else None
                 if utterance.final:
                     self.candidates.spend(utterance.end)
             return True
@@ -262,7 +263,8 @@ class TurnTaker(Processor):
 
     async def _transcript(self, text: str, utterance: UtteranceFrame) -> None:
         score = utterance.wake_score if self.acoustic is not None and utterance.verify_wake else None
-        sure = score is not None and self.acoustic.sure_of(score)  # type: ignore[union-attr]
+        personal = utterance.wake_personal
+        sure = score is not None and self.acoustic.sure_of(score, personal)  # type: ignore[union-attr]
         if not text and not sure:  # (whisper may hear nothing in an accent the model is sure of)
             return
         if self._without_wake(utterance):
@@ -271,11 +273,11 @@ class TurnTaker(Processor):
         found = self._name_in(text, utterance)
         addressed = self.window.covers(utterance)  # after a bare wake word: no n-best wait (~0.2 s)
         if found is None and utterance.verify_wake and self.hypotheses is not None and not addressed and (
-                score is None or self.acoustic.asks_whisper(score)):  # type: ignore[union-attr]
+                score is None or self.acoustic.asks_whisper(score, personal)):  # type: ignore[union-attr]
             found = await self._second_guess(text, utterance)
         heard = found is not None  # whisper wrote the name (the model may still refuse it)
         if score is not None and not addressed:
-            found = self._weigh(found, score)
+            found = self._weigh(found, score, personal)
         elif sure and found is None:  # her name again in what follows a wake word: it is the question all the same
             await self.push(WakeFrame(word=self.wake_word, score=1.0, engine=self.engine, t=utterance.end))
             self.window.wake(utterance.end)
@@ -304,14 +306,16 @@ class TurnTaker(Processor):
             log.info("not addressed: ignoring %d chars of speech", len(text))
             log.debug("not addressed: %r", text)
 
-    def _weigh(self, found: NameMatch | None, score: float) -> NameMatch | None:
+    def _weigh(self, found: NameMatch | None, score: float, personal: float | None) -> NameMatch | None:
         """The acoustic model's say: a name whisper wrote that did not sound like it is dropped; one
         the model is sure of wakes her without whisper (a bare wake word: she listens for the
-        question, since whisper's words for the utterance are not to be trusted)."""
+        question, since whisper's words for the utterance are not to be trusted). Once the user
+        enrolled, the verifier's say decides with the model's (`AcousticOpinion`)."""
         assert self.acoustic is not None
-        if not self.acoustic.weigh(score, found is not None):
+        if not self.acoustic.weigh(score, found is not None, personal):
             if found is not None:
-                log.info("a name whisper wrote that did not sound like it (acoustic %.2f): not taken", score)
+                log.info("a name whisper wrote that did not sound like it (acoustic %.2f, voice %s): not taken",
+                         score, "-" if personal is None else f"{personal:.2f}")
             return None
         if found is None:
             log.info("the acoustic model heard the name (%.2f) where whisper did not", score)

@@ -14,21 +14,34 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from sidecar.config import TRAINED_WAKE_MODELS
-from sidecar.frames import AudioFrame, Frame, WakeFrame
+from sidecar.frames import AudioFrame, EnrolFrame, EnrolmentFrame, Frame, WakeFrame
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.wake_confirm import WakeCandidateFrame
 from sidecar.voice.wake_net import FEATURES, WINDOW, WakeNet
 from sidecar.voice.wake_phonetic import phonetic_key, sounds_like
+from sidecar.voice.wake_verifier import TAKES, Enrolment, TakeRecorder, Verifier
 
 CHUNK = 1280  # openWakeWord's hop: 80 ms at 16 kHz
 MICRO_STEP = 160  # microWakeWord's feature step: 10 ms
+
+
+@dataclass(frozen=True)
+class Hop:
+    """One score of a wake model, the window it scored (our own models only) and the step of audio
+    that ended it."""
+
+    score: float
+    window: np.ndarray | None
+    pcm: np.ndarray
 
 
 class Chunked:
@@ -41,12 +54,19 @@ class Chunked:
 
     def scores(self, pcm: np.ndarray) -> list[float]:
         """Scores for each complete step now available (usually 0 or 1 per call)."""
+        return [hop.score for hop in self.hops(pcm)]
+
+    def hops(self, pcm: np.ndarray) -> list[Hop]:
         self._pending = np.concatenate([self._pending, pcm])
-        out: list[float] = []
+        out: list[Hop] = []
         while len(self._pending) >= self.step:
             chunk, self._pending = self._pending[:self.step], self._pending[self.step:]
-            out += self._score(chunk.tobytes())
+            out += [Hop(score, self._window(), chunk) for score in self._score(chunk.tobytes())]
         return out
+
+    def _window(self) -> np.ndarray | None:
+        """The window the last score was for, when the model is our own (`NetDetector`)."""
+        return None
 
     def reset(self) -> None:
         self._reset()
@@ -71,9 +91,37 @@ class WakeModel(Chunked):
         super().__init__()
         lib = _find_tensorflowlite_c()
         self.name = name
-        self._features = OpenWakeWordFeatures(folder / "melspectrogram.tflite", folder / "embedding_model.tflite", lib)
+        self._front_end = (folder / "melspectrogram.tflite", folder / "embedding_model.tflite", lib)
+        self._features = OpenWakeWordFeatures(*self._front_end)
         self._detector = NetDetector(WakeNet.builtin(name)) if name in TRAINED_WAKE_MODELS \
             else OpenWakeWord.from_model(folder / f"{name}.tflite", lib)
+
+    @property
+    def trained(self) -> bool:
+        """Our own model (its windows can be verified and enrolled on)."""
+        return isinstance(self._detector, NetDetector)
+
+    def _window(self) -> np.ndarray | None:
+        return self._detector.window.reshape(-1).copy() if isinstance(self._detector, NetDetector) else None
+
+    def windows(self, pcm: np.ndarray) -> np.ndarray:
+        """The windows a fresh front end makes of `pcm` (int16), one per complete hop: enrolment's
+        noisy copies of a take, never the live stream's state."""
+        from pyopen_wakeword import OpenWakeWordFeatures
+
+        features = OpenWakeWordFeatures(*self._front_end)
+        detector = NetDetector(self._detector.net) if isinstance(self._detector, NetDetector) else None
+        if detector is None:
+            raise ValueError(f"{self.name} is not one of our own models: it has no windows to enrol on")
+        out = []
+        try:
+            for i in range(0, len(pcm) - CHUNK + 1, CHUNK):
+                for embedding in features.process_streaming(pcm[i:i + CHUNK].tobytes()):
+                    detector.push(embedding)
+                out.append(detector.window.reshape(-1).copy())
+        finally:
+            features.close()
+        return np.stack(out)
 
     def _score(self, chunk: bytes) -> list[float]:
         return [p for embedding in self._features.process_streaming(chunk)
@@ -93,12 +141,15 @@ class NetDetector:
         self.reset()
 
     def process_streaming(self, embedding: np.ndarray) -> list[float]:
-        self._window[:-1] = self._window[1:]
-        self._window[-1] = embedding.reshape(-1)
-        return [float(self.net.score(self._window.reshape(1, -1))[0])]
+        self.push(embedding)
+        return [float(self.net.score(self.window.reshape(1, -1))[0])]
+
+    def push(self, embedding: np.ndarray) -> None:
+        self.window[:-1] = self.window[1:]
+        self.window[-1] = embedding.reshape(-1)
 
     def reset(self) -> None:
-        self._window = np.zeros((WINDOW, FEATURES), np.float32)
+        self.window = np.zeros((WINDOW, FEATURES), np.float32)
 
 
 class MicroWakeModel(Chunked):
@@ -131,41 +182,89 @@ class MicroWakeModel(Chunked):
 class AcousticWake(Processor):
     """Scores all microphone audio; passes every frame on and adds a WakeFrame on detection —
     or, with `candidates`, a WakeCandidateFrame for the two-stage engine to confirm or the phrase
-    engine to weigh (sent again whenever the score rises within the refractory time).
+    engine to weigh (sent again whenever the score, or the verifier's, rises within the
+    refractory time).
 
     After a detection the engine is deaf for `refractory_s`, so one "hey jarvis" is one wake.
+
+    With a `verifier` (the user enrolled their voice: `wake_verifier`) each candidate carries its
+    say too. An `EnrolFrame` starts (or cancels) enrolment: until three takes are in, the model's
+    windows go to a `TakeRecorder` instead of making candidates, each take is reported
+    (`EnrolmentFrame`), and the last one brings the new verifier, which listens from then on.
+    `bank` gives the other speech enrolment weighs the takes against.
     """
 
     def __init__(self, model: WakeModel | MicroWakeModel, threshold: float, refractory_s: float = 1.5, *,
-                 candidates: bool = False) -> None:
+                 candidates: bool = False, verifier: Verifier | None = None,
+                 bank: Callable[[], np.ndarray] | None = None) -> None:
         super().__init__()
         self.model = model
         self.threshold = threshold
         self.refractory_s = refractory_s
         self.candidates = candidates
+        self.verifier = verifier
+        self.bank = bank
         self._quiet_until = -1.0
-        self._best = 0.0  # the best score since the last fresh detection
+        self._best = (0.0, 0.0)  # the best score and verifier's score since the last fresh detection
+        self._recorder: TakeRecorder | None = None
+        self._enrolment: Enrolment | None = None
 
     async def start(self) -> None:
         self.model.reset()
 
     async def process(self, frame: Frame, direction: Direction) -> None:
+        if isinstance(frame, EnrolFrame):
+            await self._enrol(frame.start)
+            return
         await self.push(frame, direction)
         if not isinstance(frame, AudioFrame) or direction is not Direction.DOWN:
             return
         end = frame.t + frame.duration
-        for score in self.model.scores(frame.pcm):
-            if score < self.threshold:
-                continue
-            fresh = end >= self._quiet_until
-            if fresh:
-                self._quiet_until, self._best = end + self.refractory_s, score
-            if self.candidates and (fresh or score > self._best):
-                # a candidate's best score counts (wake_confirm.AcousticOpinion): a higher one is sent too
-                self._best = score
-                await self.push(WakeCandidateFrame(word=self.model.name, score=round(score, 3), t=end))
-            elif fresh and not self.candidates:
-                await self.push(WakeFrame(word=self.model.name, score=round(score, 3), engine="openwakeword", t=end))
+        for hop in self.model.hops(frame.pcm):
+            if self._recorder is not None:
+                await self._record(hop)
+            elif hop.score >= self.threshold:
+                await self._detected(hop, end)
+
+    async def _detected(self, hop: Hop, end: float) -> None:
+        score, fresh = hop.score, end >= self._quiet_until
+        personal = None if self.verifier is None or hop.window is None else \
+            float(self.verifier.score(hop.window[None])[0])
+        if fresh:
+            self._quiet_until, self._best = end + self.refractory_s, (0.0, 0.0)
+        if self.candidates and (score > self._best[0] or (personal or 0.0) > self._best[1]):
+            # a candidate's best scores count (wake_confirm.AcousticOpinion): a higher one is sent too
+            self._best = (max(score, self._best[0]), max(personal or 0.0, self._best[1]))
+            await self.push(WakeCandidateFrame(word=self.model.name, score=round(score, 3), t=end,
+                                               personal=None if personal is None else round(personal, 3)))
+        elif fresh and not self.candidates:
+            await self.push(WakeFrame(word=self.model.name, score=round(score, 3), engine="openwakeword", t=end))
+
+    async def _enrol(self, start: bool) -> None:
+        if not start:
+            self._recorder = self._enrolment = None
+            await self.push(EnrolmentFrame(taken=0, needed=TAKES, status="cancelled"))
+            return
+        if not isinstance(self.model, WakeModel) or not self.model.trained or self.bank is None:
+            await self.push(EnrolmentFrame(taken=0, needed=TAKES, status="unavailable"))
+            return
+        self._recorder, self._enrolment = TakeRecorder(self.model.windows), Enrolment()
+        await self.push(EnrolmentFrame(taken=0, needed=TAKES, status="listening"))
+
+    async def _record(self, hop: Hop) -> None:
+        assert self._recorder is not None and self._enrolment is not None and hop.window is not None
+        take = self._recorder.hop(hop.pcm, hop.window, hop.score)
+        if take is None:
+            return
+        enrolment = self._enrolment
+        enrolment.takes.append(take)
+        if not enrolment.done:
+            await self.push(EnrolmentFrame(taken=len(enrolment.takes), needed=TAKES, status="listening"))
+            return
+        self._recorder = self._enrolment = None  # the verifier is worked out off the loop, listening goes on
+        assert self.bank is not None
+        self.verifier = await asyncio.to_thread(lambda: enrolment.verifier(self.bank()))  # type: ignore[misc]
+        await self.push(EnrolmentFrame(taken=TAKES, needed=TAKES, status="done", verifier=self.verifier))
 
 
 def words(text: str) -> list[str]:

@@ -41,30 +41,40 @@ class WakeCandidateFrame(ControlFrame):
 
     word: str
     score: float
+    personal: float | None = None  # the enrolled user's verifier's score (None: nobody enrolled)
 
 
 @dataclass(frozen=True)
 class AcousticOpinion:
+    """`personal`: once the user enrolled (`personal` scores given), a score over `floor` wakes her
+    only if the verifier's reaches `personal` — and then whatever whisper wrote."""
+
     floor: float
     sure: float
+    personal: float = 0.9
 
-    def sure_of(self, score: float) -> bool:
+    def sure_of(self, score: float, personal: float | None = None) -> bool:
         """The model alone wakes her, whatever whisper wrote."""
+        if personal is not None:
+            return score >= self.floor and personal >= self.personal
         return score >= self.sure
 
-    def weigh(self, score: float, heard_name: bool) -> bool:
+    def weigh(self, score: float, heard_name: bool, personal: float | None = None) -> bool:
         """Whether the utterance wakes her."""
+        if personal is not None:
+            return self.sure_of(score, personal)
         return self.sure_of(score) or (heard_name and score >= self.floor)
 
-    def asks_whisper(self, score: float) -> bool:
+    def asks_whisper(self, score: float, personal: float | None = None) -> bool:
         """Whether whisper's slower second opinion (its n-best readings) could change the verdict."""
-        return score >= self.floor and not self.sure_of(score)
+        return personal is None and score >= self.floor and not self.sure_of(score)
 
 
 @dataclass(frozen=True)
 class Candidate:
     t: float
     score: float
+    personal: float | None = None
 
 
 class WakeCandidates:
@@ -79,14 +89,18 @@ class WakeCandidates:
         self._open: list[Candidate] = []
         self.dropped = 0  # candidates no speech claimed: rejected by the VAD gate
 
-    def trigger(self, t: float, score: float) -> None:
-        self._open.append(Candidate(t, score))
+    def trigger(self, t: float, score: float, personal: float | None = None) -> None:
+        self._open.append(Candidate(t, score, personal))
 
     def held(self, start: float, end: float) -> Candidate | None:
         """The best open candidate inside the utterance [start, end] (left open: the final
         utterance frame follows the early one with the same span)."""
         inside = [c for c in self._open if start - SLACK_S <= c.t <= end + SLACK_S]
-        return max(inside, key=lambda c: c.score) if inside else None
+        if not inside:
+            return None
+        best = max(inside, key=lambda c: c.score)
+        personal = [c.personal for c in inside if c.personal is not None]
+        return Candidate(best.t, best.score, max(personal)) if personal else best
 
     def expire(self, now: float) -> list[Candidate]:
         """Drop and return the candidates older than `max_age_s` at stream time `now`."""

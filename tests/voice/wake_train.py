@@ -46,6 +46,7 @@ from tests.voice.speech import Piper, noise  # noqa: E402
 from tests.voice.wake_corpus import SNR_DB, TEXTS, Voice, bed, rms  # noqa: E402
 
 OUT = REPO / "sidecar" / "voice" / "models" / "hey_stella.npz"
+OTHERS = OUT.with_name("hey_stella_others.npz")  # personal enrolment's negatives (`others_bank`)
 CACHE = wake_corpus.ROOT / "train2"
 # English said by espeak-ng voices of languages the seen sets did not have (none is in v5 or v6).
 EXTRA_LANGUAGES = ("ca", "hr", "id", "vi", "sw", "af", "lv", "et", "ms", "eu", "is", "lt", "sq", "cy", "ga", "eo",
@@ -426,14 +427,45 @@ def utterance_scores(net: WakeNet, voices: list[Voice], seed: str = "aside") -> 
     return out
 
 
+def others_bank(net: WakeNet, paths: list[Path], seed: int = 0) -> np.ndarray:
+    """Personal enrolment's other speech (`sidecar.voice.wake_verifier.others`): from every third
+    voice, 12 windows of its other speech, silence and beds at random and the 6 the model scores
+    highest (its look-alikes): some 3000 windows of 176 voices, clean and over beds."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for path in paths[::3]:
+        with np.load(path) as f:
+            x, y = f["x"], f["y"]
+        negative = np.where(y == 0)[0]
+        scores = net.score(x[negative].reshape(len(negative), -1).astype(np.float32))
+        picked = np.r_[rng.choice(negative, min(len(negative), 12), replace=False), negative[np.argsort(scores)[-6:]]]
+        out.append(x[picked].reshape(len(picked), -1))
+    return np.concatenate(out)
+
+
+def save_bank(bank: np.ndarray) -> None:
+    """Stored as 8-bit steps of each feature's range (a quarter of float32's size; the verifier
+    standardises its windows, so the steps' error is a small, fixed noise)."""
+    low, high = bank.min(0), bank.max(0)
+    step = np.maximum(high - low, 1e-6) / 255
+    np.savez_compressed(OTHERS, q=np.round((bank - low) / step).astype(np.uint8), low=low.astype(np.float32),
+                        step=step.astype(np.float32))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--epochs", type=int, default=10)
     parser.add_argument("--members", type=int, default=len(SEEDS), help="networks in the ensemble (one per seed)")
     parser.add_argument("--train-only", action="store_true", help="train on the cached data (no new speech)")
+    parser.add_argument("--bank-only", action="store_true", help="only write enrolment's bank of other speech, "
+                        "for the model there is (from the cached data)")
     args = parser.parse_args()
-    paths = sorted(CACHE.glob("*.npz")) if args.train_only else build(args.workers)
+    paths = sorted(CACHE.glob("*.npz")) if args.train_only or args.bank_only else build(args.workers)
+    if args.bank_only:
+        save_bank(others_bank(WakeNet.load(OUT), paths))
+        print(f"wrote {OTHERS} ({OTHERS.stat().st_size / 1024:.0f} KiB)")
+        return
     members = [train(paths, seed=seed, epochs=args.epochs)[0] for seed in SEEDS[:args.members]]
     net = ensemble(members)
     aside = kept_aside(paths)
@@ -446,7 +478,8 @@ def main() -> None:
                                             for kind, v in scores.items()))
     OUT.parent.mkdir(parents=True, exist_ok=True)
     net.save(OUT)
-    print(f"wrote {OUT} ({OUT.stat().st_size / 1024:.0f} KiB)")
+    save_bank(others_bank(net, paths))
+    print(f"wrote {OUT} ({OUT.stat().st_size / 1024:.0f} KiB) and {OTHERS} ({OTHERS.stat().st_size / 1024:.0f} KiB)")
 
 
 if __name__ == "__main__":
