@@ -74,13 +74,13 @@ class Sessions:
         self.send = send
         self.loaded: LoadedModels | None = None
         self.pipeline: Pipeline | None = None
+        self.verifier: Verifier | None = None  # the user's voice taught for the wake word (`enrolled`)
         self.voice: Voice = self._voice_event("loading", "Starting…")
         self.ready = asyncio.Event()
         self.serving = asyncio.Event()
         self._reload = asyncio.Event()
         self._models_task: asyncio.Task[None] | None = None
         self._warming: asyncio.Task[None] | None = None
-        self.verifier: Verifier | None = None  # the user's voice taught for the wake word (`enrolled`)
 
     def start(self, voice_on: bool) -> None:
         if voice_on:

@@ -110,7 +110,7 @@ def test_bad_commands_get_a_clear_error_for_that_page_only_and_the_engine_keeps_
             for command, said in [
                 ("not json", "unreadable command"),
                 ('["outfit"]', 'a command is a JSON object with a "cmd" name'),
-                ({"cmd": "fly"}, "unknown command 'fly'; the commands are cancel, frames, outfit"),
+                ({"cmd": "fly"}, "unknown command 'fly'; the commands are cancel, enrol, frames, outfit"),
                 ({"cmd": "outfit", "id": "ball_gown"}, "there is no outfit 'ball_gown'"),
                 ({"cmd": "outfit"}, """the 'outfit' command needs 'id' (text); send {"cmd": "outfit", "id": text}"""),
                 ({"cmd": "outfit", "id": "space", "colour": "red"}, "the 'outfit' command has no field 'colour'"),
@@ -120,6 +120,7 @@ def test_bad_commands_get_a_clear_error_for_that_page_only_and_the_engine_keeps_
                  "'values' in the 'settings' command must be an object"),
                 ({"cmd": "unlock", "how": "fly"}, """'how' in the 'unlock' command must be one of "passphrase","""),
                 ({"cmd": "unlock", "how": "skip"}, "the store is not waiting to be unlocked"),
+                ({"cmd": "enrol", "action": "learn"}, """'action' in the 'enrol' command must be one of "start","""),
             ]:
                 await page.send(command)
                 error = await page.next("error")
@@ -131,6 +132,10 @@ def test_bad_commands_get_a_clear_error_for_that_page_only_and_the_engine_keeps_
             await page.send({"cmd": "ptt_start"})
             no_voice = await page.next("error")
             assert no_voice["code"] == "no_voice" and "Voice is switched off" in no_voice["message"]
+            await page.send({"cmd": "enrol", "action": "start"})
+            no_voice = await page.next("error")
+            assert no_voice["code"] == "no_voice"
+            assert "Teaching her your voice needs the microphone" in no_voice["message"]
             await page.send({"cmd": "outfit", "id": "pyjamas"})  # still serving, and the other page heard nothing
             assert await page.next("outfit") == {"type": "outfit", "id": "pyjamas", "source": "user"}
             assert await other.next("outfit") == {"type": "outfit", "id": "pyjamas", "source": "user"}
