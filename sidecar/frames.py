@@ -168,6 +168,8 @@ class WakeCheckFrame(ControlFrame):
     floor: float | None = None
     acoustic: float | None = None
     acoustic_floor: float | None = None
+    voice: float | None = None  # the enrolled user's verifier's score, and the score it must reach
+    voice_floor: float | None = None
     woke: bool = False
 
 

@@ -497,7 +497,7 @@ class SettingsPanel {
   // "Try it": how surely the engine heard the wake word in the last thing said. For her name,
   // whisper's own odds for it without the prompt, against the floor they must reach (the meter's
   // middle mark); in noise, or for the built-in word, only whether she woke.
-  wakeCheck({ heard, odds, floor, woke, acoustic, acoustic_floor }) {
+  wakeCheck({ heard, odds, floor, woke, acoustic, acoustic_floor, voice, voice_floor }) {
     const meter = $('wake-meter');
     let sure = woke ? 1 : 0;
     if (acoustic != null && acoustic_floor) {  // the acoustic model's score: its floor at the middle mark
@@ -505,9 +505,12 @@ class SettingsPanel {
         : 0.5 + 0.5 * (acoustic - acoustic_floor) / (1 - acoustic_floor);
     } else if (heard && odds != null && floor) sure = Math.min(1, Math.max(0, 1 - odds / (2 * floor)));
     meter.value = sure;
+    const notYou = voice != null && voice_floor != null && voice < voice_floor
+      && acoustic != null && acoustic >= acoustic_floor;
     $('wake-try-note').textContent = woke ? 'She heard her name ✓'
-      : heard ? 'That sounded like another name — say hers a little more clearly.'
-        : 'She did not hear her name in that.';
+      : notYou ? 'That did not sound like the voice she was taught.'
+        : heard ? 'That sounded like another name — say hers a little more clearly.'
+          : 'She did not hear her name in that.';
   }
 }
 

@@ -38,7 +38,7 @@ export const EVENTS = new Map([
   ['voice', ['detail', 'enrolled', 'status', 'wake_engine', 'wake_word']],  // engine/voice_session.py: the voice loop's status.
   ['volume', ['step', 't']],  // a pipeline frame (sidecar/frames.py)
   ['wake', ['engine', 'score', 't', 'word']],  // a pipeline frame (sidecar/frames.py)
-  ['wake_check', ['acoustic', 'acoustic_floor', 'engine', 'floor', 'heard', 'odds', 't', 'woke']],  // a pipeline frame (sidecar/frames.py)
+  ['wake_check', ['acoustic', 'acoustic_floor', 'engine', 'floor', 'heard', 'odds', 't', 'voice', 'voice_floor', 'woke']],  // a pipeline frame (sidecar/frames.py)
 ]);
 
 export const COMMANDS = new Map([

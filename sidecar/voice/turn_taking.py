@@ -366,10 +366,14 @@ class TurnTaker(Processor):
                                        t=utterance.end))
 
     def _acoustic_check(self, utterance: UtteranceFrame) -> dict[str, float | None]:
-        """The acoustic model's say for the meter: its best score in the utterance and its floor."""
+        """The acoustic model's say for the meter: its best score in the utterance and its floor (and the
+        enrolled voice's verifier's)."""
         if self.acoustic is None or utterance.wake_score is None:
             return {}
-        return {"acoustic": round(utterance.wake_score, 3), "acoustic_floor": self.acoustic.floor}
+        said = {"acoustic": round(utterance.wake_score, 3), "acoustic_floor": self.acoustic.floor}
+        if utterance.wake_personal is not None:
+            said |= {"voice": round(utterance.wake_personal, 3), "voice_floor": self.acoustic.personal}
+        return said
 
     async def _report_later(self, found: NameMatch, utterance: UtteranceFrame) -> None:
         await self._report(await self._likely_name(found, utterance), True, utterance)

@@ -28,7 +28,7 @@ TRY_NOTE = "document.getElementById('wake-try-note').textContent"
 CLEAR_TRY = "(() => { document.getElementById('wake-try-note').textContent = ''; return true; })()"
 FORGET_SHOWN = "!document.getElementById('enrol-forget').hidden"
 WOKE = "She heard her name"  # (the page's own tick after it: the page's automation takes ASCII only)
-REFUSED = "That sounded like another name"
+REFUSED = "That did not sound like the voice she was taught"
 
 
 def test_a_taught_voice_wakes_her_another_no_longer_does_and_it_is_kept(
