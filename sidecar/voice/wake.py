@@ -36,12 +36,16 @@ MICRO_STEP = 160  # microWakeWord's feature step: 10 ms
 
 @dataclass(frozen=True)
 class Hop:
-    """One score of a wake model, the window it scored (our own models only) and the step of audio
-    that ended it."""
+    """One score of a wake model, the window it scored (our own models only), and the step of audio
+    that ended it — on the step's last score only, empty on the others (a front end's first step
+    yields a burst of scores: its buffers start full)."""
 
     score: float
     window: np.ndarray | None
     pcm: np.ndarray
+
+
+NO_AUDIO = np.zeros(0, np.int16)
 
 
 class Chunked:
@@ -61,12 +65,14 @@ class Chunked:
         out: list[Hop] = []
         while len(self._pending) >= self.step:
             chunk, self._pending = self._pending[:self.step], self._pending[self.step:]
-            out += [Hop(score, self._window(), chunk) for score in self._score(chunk.tobytes())]
+            scored = self._scored(chunk.tobytes())
+            out += [Hop(score, window, chunk if i == len(scored) - 1 else NO_AUDIO)
+                    for i, (score, window) in enumerate(scored)]
         return out
 
-    def _window(self) -> np.ndarray | None:
-        """The window the last score was for, when the model is our own (`NetDetector`)."""
-        return None
+    def _scored(self, chunk: bytes) -> list[tuple[float, np.ndarray | None]]:
+        """Each score of a step with the window it was for, when the model is our own (`NetDetector`)."""
+        return [(score, None) for score in self._score(chunk)]
 
     def reset(self) -> None:
         self._reset()
@@ -101,12 +107,16 @@ class WakeModel(Chunked):
         """Our own model (its windows can be verified and enrolled on)."""
         return isinstance(self._detector, NetDetector)
 
-    def _window(self) -> np.ndarray | None:
-        return self._detector.window.reshape(-1).copy() if isinstance(self._detector, NetDetector) else None
+    def _scored(self, chunk: bytes) -> list[tuple[float, np.ndarray | None]]:
+        if not isinstance(self._detector, NetDetector):
+            return super()._scored(chunk)
+        detector = self._detector
+        return [(detector.process_streaming(embedding)[0], detector.window.reshape(-1).copy())
+                for embedding in self._features.process_streaming(chunk)]
 
     def windows(self, pcm: np.ndarray) -> np.ndarray:
-        """The windows a fresh front end makes of `pcm` (int16), one per complete hop: enrolment's
-        noisy copies of a take, never the live stream's state."""
+        """The windows a fresh front end makes of `pcm` (int16), one per complete step (the last of
+        each): enrolment's noisy copies of a take, never the live stream's state."""
         from pyopen_wakeword import OpenWakeWordFeatures
 
         features = OpenWakeWordFeatures(*self._front_end)

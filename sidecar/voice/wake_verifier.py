@@ -34,7 +34,7 @@ TAKES = 3
 TAKE_FLOOR = 0.2
 SETTLE_HOPS = 6  # a take ends this many hops (0.48 s) after its best score
 BEFORE_HOPS = 30  # audio before the best window's end the noisy copies are made from (2.4 s)
-QUIET_HOPS = (28, 18)  # windows this many hops before the best one: the room before the take
+QUIET_HOPS = (28, 18)  # windows this many steps before the best one (and not a take): the room before it
 HISTORY = BEFORE_HOPS + SETTLE_HOPS + 4
 NOISE_SNR_DB = (10.0, 5.0)
 L2 = 1.0
@@ -127,19 +127,26 @@ class Take:
 
 class TakeRecorder:
     """Finds takes in the microphone's hops. `embed(pcm)` is the model's front end run afresh on
-    int16 audio: one window per complete hop (`WakeModel.windows`), for the noisy copies."""
+    int16 audio: one window per complete step (`WakeModel.windows`), for the noisy copies.
+
+    Hops are counted in steps of audio (a hop carries its step's audio when it is the step's
+    last: `wake.Hop`), so a burst of scores from one step does not shift the takes' audio."""
 
     def __init__(self, embed: Callable[[np.ndarray], np.ndarray], seed: int = 0) -> None:
         self.embed = embed
         self.rng = np.random.default_rng(seed)
-        self._pcm: deque[np.ndarray] = deque(maxlen=HISTORY)
-        self._windows: deque[np.ndarray] = deque(maxlen=HISTORY)
+        self._audio: deque[tuple[int, np.ndarray]] = deque(maxlen=HISTORY)  # (step, its audio)
+        self._windows: deque[tuple[int, np.ndarray, float]] = deque(maxlen=HISTORY)  # (step, window, score)
+        self._steps = 0
         self._best: tuple[int, float] | None = None  # (hops since the best score, the best score)
 
     def hop(self, pcm: np.ndarray, window: np.ndarray, score: float) -> Take | None:
-        """One hop's audio, the window ending with it and its score; a `Take` once one has settled."""
-        self._pcm.append(pcm)
-        self._windows.append(window.reshape(-1))
+        """One hop: its audio (empty but on a step's last hop), the window it scored and its score;
+        a `Take` once one has settled."""
+        self._windows.append((self._steps, window.reshape(-1), score))
+        if len(pcm):
+            self._audio.append((self._steps, pcm))
+            self._steps += 1
         if self._best is None:
             self._best = (0, score) if score >= TAKE_FLOOR else None
             return None
@@ -152,15 +159,14 @@ class TakeRecorder:
         return self._take(len(self._windows) - 1 - since, best)
 
     def _take(self, peak: int, score: float) -> Take:
-        windows = [self._windows[i] for i in (peak - 1, peak, peak + 1)]
-        start = max(0, peak - BEFORE_HOPS)
-        hop = len(self._pcm[0])
-        lead = np.zeros(12 * hop, np.int16)  # the front end's own warm-up, as at the start of a stream
-        audio = np.concatenate([lead, *list(self._pcm)[start:peak + 2]])
-        at = 12 + peak - start  # the best window's index in the copy's windows
-        for copy in noisy_copies(audio, NOISE_SNR_DB, self.rng):
+        windows = [self._windows[i][1] for i in (peak - 1, peak, peak + 1)]
+        step = self._windows[peak][0]
+        audio = [(n, pcm) for n, pcm in self._audio if step - BEFORE_HOPS <= n <= step + 1]
+        lead = np.zeros(12 * len(audio[0][1]), np.int16)  # the front end's own warm-up, as at a stream's start
+        at = 12 + step - audio[0][0]  # the best window's index among the copy's
+        for copy in noisy_copies(np.concatenate([lead, *(pcm for _, pcm in audio)]), NOISE_SNR_DB, self.rng):
             windows += list(self.embed(copy)[at - 1:at + 2])
-        quiet = [self._windows[i] for i in range(max(0, peak - QUIET_HOPS[0]), max(0, peak - QUIET_HOPS[1]))]
+        quiet = [w for n, w, s in self._windows if step - QUIET_HOPS[0] <= n < step - QUIET_HOPS[1] and s < TAKE_FLOOR]
         return Take(score, np.stack(windows), np.stack(quiet) if quiet else np.zeros((0, WIDTH), np.float32))
 
 

@@ -59,7 +59,8 @@ class Hops:
 
 
 def hops_of(model: WakeModel, stream: Stream, condition: str, floor: float, keep_all: bool) -> Hops:
-    cache = wake_corpus.ROOT / "enrol" / stream.folder / f"{stream.name}-{condition}-{'all' if keep_all else floor}.npz"
+    name = f"{stream.name}-{condition}-{'all' if keep_all else floor}.npz"
+    cache = wake_corpus.ROOT / "enrol2" / stream.folder / name
     with wave.open(str(stream.wav(condition))) as w:
         pcm = np.frombuffer(w.readframes(w.getnframes()), np.int16)
     if cache.exists():
@@ -70,7 +71,8 @@ def hops_of(model: WakeModel, stream: Stream, condition: str, floor: float, keep
     score = np.array([h.score for h in hops], np.float32)
     kept = np.arange(len(hops)) if keep_all else np.where(score >= floor)[0]
     window = np.stack([hops[i].window for i in kept]) if len(kept) else np.zeros((0, 1536), np.float32)
-    t = (np.arange(len(hops)) + 1) * model.step / 16000
+    ends = np.array([len(h.pcm) > 0 for h in hops])  # a step's last hop carries its audio (`wake.Hop`)
+    t = (np.cumsum(ends) + ~ends) * model.step / 16000  # the end of each hop's step
     cache.parent.mkdir(parents=True, exist_ok=True)
     np.savez(cache, score=score, t=t, window=window.astype(np.float16), kept=kept)
     return Hops(score, t, window, kept, pcm if keep_all else None)
@@ -103,10 +105,13 @@ def enrol(model: WakeModel, h: Hops, spans: list, bank: np.ndarray):
     assert h.pcm is not None
     recorder, enrolment = TakeRecorder(model.windows), Enrolment()
     step = model.step
-    first = max(0, int((spans[0].start - 2.5) * 16000 / step))
-    last = int((spans[-1].end + 1.5) * 16000 / step)
-    for i in range(first, min(last, len(h.score))):
-        take = recorder.hop(h.pcm[i * step:(i + 1) * step], h.window[i], float(h.score[i]))
+    # from just after the utterance before the first take (the corpus leaves 2.5 s between them)
+    inside = np.where((h.t >= spans[0].start - 2.0) & (h.t <= spans[-1].end + 1.5))[0]
+    for i in inside:
+        n = int(round(h.t[i] * 16000 / step)) - 1  # the hop's step
+        last = i + 1 == len(h.t) or h.t[i + 1] != h.t[i]
+        pcm = h.pcm[n * step:(n + 1) * step] if last else np.zeros(0, np.int16)
+        take = recorder.hop(pcm, h.window[i], float(h.score[i]))
         if take is not None and not enrolment.done:
             enrolment.takes.append(take)
     return enrolment.verifier(bank) if enrolment.done else None
