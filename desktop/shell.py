@@ -24,6 +24,8 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +48,7 @@ log = logging.getLogger(__name__)
 # icon.svg drawn at 128 px (build/icon.py): GTK loads a PNG itself, an SVG through librsvg (5.6 MiB more in the shell)
 ICON = Path(__file__).resolve().parent / "web" / "icon.png"
 BACKGROUND = "#f4f1fb"  # the page's own background, shown before it paints
+DISPLAY_PATIENCE_S = 5.0  # how long a display that does not answer at once is asked again
 
 
 @dataclass(frozen=True)
@@ -98,14 +101,34 @@ def _webengine_env(flags: list[str]) -> None:
         os.environ.setdefault("QTWEBENGINE_DISABLE_SANDBOX", "1")  # Chromium's sandbox refuses to run as root
 
 
-def _gtk_identity() -> None:
-    """WM_CLASS "stella", "stella", as with Qt: what the desktop entry's StartupWMClass matches (GTK would name
-    the window after the script, or capitalise the bundle's name)."""
+def _gtk_ready(patience_s: float = DISPLAY_PATIENCE_S) -> None:
+    """GTK with a display, and WM_CLASS "stella", "stella" as with Qt (what the desktop entry's StartupWMClass
+    matches: GTK would name the window after the script, or capitalise the bundle's name).
+
+    GTK connects to the display once, when it is loaded, and stays without one if the display did not answer
+    then (a session still starting when the app is autostarted, an X server resetting as its last client
+    left): ask again for a while, then say plainly what is wrong."""
     import gi
 
+    gi.require_version("Gtk", "3.0")
     gi.require_version("Gdk", "3.0")
-    from gi.repository import Gdk, GLib
+    from gi.repository import Gdk, GLib, Gtk
 
+    deadline = time.monotonic() + patience_s
+    tries = 0
+    while Gdk.Display.get_default() is None:
+        if time.monotonic() > deadline:
+            raise webview_backend.NoWebView(
+                f"the display {os.environ.get('DISPLAY', '')!r} did not answer for {patience_s:g} s: is the desktop "
+                "session running? (Without DISPLAY, Stella starts its terminal chat instead.)")
+        tries += 1
+        time.sleep(0.1)
+        if Gtk.init_check(sys.argv)[0]:
+            import gi.overrides.Gtk
+
+            gi.overrides.Gtk.initialized = True  # what PyGObject noted on loading GTK, which its windows check
+    if tries:
+        log.warning("the display %s answered after %d more tries", os.environ.get("DISPLAY", ""), tries)
     GLib.set_prgname("stella")
     Gdk.set_program_class("stella")
 
@@ -144,7 +167,7 @@ def run_window(options: WindowOptions) -> int:
             elif gui == "gtk":
                 for name, value in {**WEBKIT_PAGE_ENV, **gpu.webkit_env(renderer.result())}.items():
                     os.environ.setdefault(name, value)  # read when WebKitGTK starts its web process
-                _gtk_identity()
+                _gtk_ready()
             geometry = keeper.geometry.on_screens([(s.x, s.y, s.width, s.height) for s in webview.screens])
             window = webview.create_window(
                 options.title, page_url(shown_port), width=geometry.width, height=geometry.height,

@@ -171,9 +171,15 @@ class SecretService(_Service):
 
 @dataclass
 class Xvfb(_Service):
-    """A virtual X screen; `display` is e.g. ':99'."""
+    """A virtual X screen; `display` is e.g. ':99'.
+
+    `-noreset`: by default an X server resets itself when its last client leaves, and a client
+    connecting meanwhile is turned away. A desktop always has clients (its window manager, panel);
+    this screen has none between tests, so the app's first connection could land in a reset (its
+    GL probe, a client of its own, had just left) and find no display."""
 
     size: str = "1280x800x24"
+    number: int | None = None  # this display number, else the first free one
     display: str = ""
     _proc: subprocess.Popen | None = None
 
@@ -181,8 +187,8 @@ class Xvfb(_Service):
         exe = _need("Xvfb", "xvfb")
         read, write = os.pipe()
         self._proc = subprocess.Popen(
-            [exe, "-displayfd", str(write), "-screen", "0", self.size, "-nolisten", "tcp", "+extension",
-             "GLX"],
+            [exe, *([f":{self.number}"] if self.number is not None else []), "-displayfd", str(write),
+             "-screen", "0", self.size, "-nolisten", "tcp", "-noreset", "+extension", "GLX"],
             pass_fds=(write,), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         os.close(write)
@@ -195,6 +201,12 @@ class Xvfb(_Service):
     @property
     def env(self) -> dict[str, str]:
         return {"DISPLAY": self.display}
+
+    @staticmethod
+    def free_number() -> int:
+        """A display number no X server holds here (no socket, no lock)."""
+        return next(n for n in range(50, 1000)
+                    if not Path(f"/tmp/.X11-unix/X{n}").exists() and not Path(f"/tmp/.X{n}-lock").exists())
 
     def __exit__(self, *exc: object) -> None:
         if self._proc is not None:

@@ -22,7 +22,7 @@ from PIL import Image
 
 from tests import services
 from tests.desktop import screen
-from tests.desktop.app_window import OUTFIT_IDS, stella
+from tests.desktop.app_window import OUTFIT_IDS, abandon, launch, stella
 from tests.desktop.gateway import Gateway
 from tests.desktop.polling import wait_for
 from tests.desktop.processes import alive, cpu_seconds, descendants
@@ -80,7 +80,7 @@ def test_the_window_shows_stella_and_a_real_click_changes_her_outfit_within_a_fr
             f"the first frame after the click ({caught['ms']:.0f} ms later) does not show the red dress coming: "
             f"before {before}, after {after}")
 
-        wait_for(lambda: screen.shown_outfit(window.look("#character")) == "red_dress", 2, "the red dress on screen")
+        wait_for(lambda: screen.shown_outfit(window.look("#character")) == "red_dress", 10, "the red dress on screen")
         assert window.page.eval("document.querySelector('.outfit[aria-pressed=true]').dataset.outfit") == "red_dress"
         assert WEB_PROCESS[webview] in " ".join(commands(window.proc.pid)), f"not on {webview}"
         window.close_and_check_nothing_is_left()
@@ -100,6 +100,38 @@ def test_without_webkitgtk_the_window_falls_back_to_qt_webengine_and_says_why(
     assert ("web view: Qt WebEngine — the system's WebKitGTK cannot be used (PyGObject does not load: PyGObject "
             "removed by the test), so the fallback Qt WebEngine; to use the lighter system web view, install the "
             "system's web view (Debian/Ubuntu: sudo apt install gir1.2-webkit2-4.1)") in capfd.readouterr().err
+
+
+def test_a_display_that_answers_late_still_gets_the_window_and_one_that_never_does_gets_plain_words(
+        gateway: Gateway, engine_env: dict[str, str], tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    number = services.Xvfb.free_number()
+    display = f":{number}"
+    proc, _ = launch(display, gateway.url, tmp_path / "stella.db", engine_env)
+    said = ""
+    try:
+        def heard(text: str) -> bool:
+            nonlocal said
+            said += capfd.readouterr().err
+            return text in said
+
+        wait_for(lambda: heard("web view: WebKitGTK") or proc.poll() is not None, 60, "the app choosing its web view")
+        time.sleep(0.5)  # it has asked for the display: now the session comes up
+        with services.Xvfb(number=number):
+            wid = screen.find_window(display, "Stella")
+            screen.close_window(display, wid)
+            assert proc.wait(20) == 0
+        assert heard(f"the display {display} answered after")
+    finally:
+        abandon(proc, None)
+
+    never = f":{services.Xvfb.free_number()}"
+    proc, _ = launch(never, gateway.url, tmp_path / "stella.db", engine_env)
+    try:
+        assert proc.wait(60) == 2
+    finally:
+        abandon(proc, None)
+    assert (f"stella: the display '{never}' did not answer for 5 s: is the desktop session running? (Without "
+            "DISPLAY, Stella starts its terminal chat instead.)") in capfd.readouterr().err
 
 
 def test_outfit_and_window_geometry_survive_a_restart_and_a_killed_shell_leaves_nothing(
