@@ -96,10 +96,12 @@ class VoiceConfig:
     wake_acoustic: bool = True
     wake_acoustic_floor: float = 0.5
     wake_acoustic_sure: float = 0.97
-    # Once the user has taught her their voice (Settings; sidecar/voice/wake_verifier.py), a score
-    # over the floor wakes her only if the verifier's score reaches `wake_personal`, and then
-    # without whisper's reading. Chosen on v5 by tests/bench/wake_enrol.py.
+    # Once the user has taught her their voice (Settings; sidecar/voice/wake_verifier.py), the
+    # verifier's score sorts the voices: from `wake_personal`, a score over the floor wakes her without
+    # whisper's reading; under `wake_stranger`, nothing wakes her; between, the rule above (her own
+    # voice the verifier is unsure of: a noisy room). Chosen on v5 by tests/bench/wake_enrol.py.
     wake_personal: float = 0.9
+    wake_stranger: float = 0.7
     # When the transcript lacks the name, look for it in whisper's `wake_nbest` best readings of
     # the utterance's first 3 s (sidecar/voice/wake_nbest.py; 0 = off): accents and noise.
     wake_nbest: int = 4
@@ -227,8 +229,9 @@ class VoiceConfig:
         if self.wake_name_floor > 0:
             raise ValueError(f"voice setting 'wake_name_floor' is a log-probability, at most 0, "
                              f"got {self.wake_name_floor}")
-        if not 0 <= self.wake_personal <= 1:
-            raise ValueError(f"voice setting 'wake_personal' is a score from 0 to 1, got {self.wake_personal}")
+        if not 0 <= self.wake_stranger <= self.wake_personal <= 1:
+            raise ValueError("voice settings 'wake_stranger' and 'wake_personal' are scores from 0 to 1, the "
+                             f"stranger's no higher, got {self.wake_stranger} and {self.wake_personal}")
         if not 0 <= self.wake_acoustic_floor <= self.wake_acoustic_sure <= 1:
             raise ValueError("voice settings 'wake_acoustic_floor' and 'wake_acoustic_sure' are scores from 0 to 1, "
                              f"the floor no higher than sure, got {self.wake_acoustic_floor} and "

@@ -185,14 +185,15 @@ class EnrolFrame(ControlFrame):
 @dataclass(kw_only=True)
 class EnrolmentFrame(ControlFrame):
     """How enrolment goes: `status` "listening" (`taken` of `needed` takes heard), "done" (with the
-    new `verifier`, which the engine keeps in the store; never in the event), "cancelled", or
-    "unavailable" (no model of ours listens: enrolment needs the "hey stella" phrase's)."""
+    new `verifier`, which the engine keeps in the store; never in the event), "cancelled", "unheard"
+    (no take for a while: nothing taught), or "unavailable" (no model of ours listens: enrolment
+    needs the "hey stella" phrase's)."""
 
     event: ClassVar[str] = "enrolment"
     interruptible: ClassVar[bool] = False
     taken: int
     needed: int
-    status: Literal["listening", "done", "cancelled", "unavailable"]
+    status: Literal["listening", "done", "cancelled", "unheard", "unavailable"]
     verifier: Any = None  # wake_verifier.Verifier (frames know no voice module)
 
     def event_data(self) -> dict[str, Any]:

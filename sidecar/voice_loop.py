@@ -205,7 +205,7 @@ def listening(config: VoiceConfig, loaded: LoadedModels, source: Source, intents
                                        verifier=verifier if ours and candidates else None,
                                        bank=functools.partial(others, listener) if ours else None))
         if candidates and ours:
-            opinion = AcousticOpinion(config.wake_acoustic_floor, config.wake_acoustic_sure, config.wake_personal)
+            opinion = AcousticOpinion.of(config)
     turn = loaded.turn if config.endpoint == "smart_turn" else None  # None: the fixed hang-over
     processors.append(Endpointer(config, loaded.vad, echo_guard(config, canceller), turn))
     if config.barge_in:

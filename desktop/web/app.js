@@ -481,8 +481,10 @@ class SettingsPanel {
     $('enrol-start').textContent = this.enrolling ? 'Cancel' : 'Teach her my voice';
     $('enrol-note').textContent = {
       listening: `Say “Hey Stella” now, a moment apart (${taken} of ${needed} heard).`,
-      done: 'She knows your voice ✓ Your “Hey Stella” wakes her at once; other voices hardly ever.',
+      done: 'She knows your voice ✓ Your “Hey Stella” wakes her at once; other voices seldom do.',
       cancelled: 'Not taught: nothing was kept.',
+      unheard: 'She did not hear her name for half a minute, so nothing was taught. Say “Hey Stella” close to '
+        + 'the microphone, a moment apart, and try again.',
       unavailable: 'Teaching her your voice needs the phrase “hey stella” and its model.',
     }[status] || '';
   }
@@ -505,6 +507,8 @@ class SettingsPanel {
         : 0.5 + 0.5 * (acoustic - acoustic_floor) / (1 - acoustic_floor);
     } else if (heard && odds != null && floor) sure = Math.min(1, Math.max(0, 1 - odds / (2 * floor)));
     meter.value = sure;
+    meter.title = acoustic == null ? '' : `Her name’s model: ${acoustic.toFixed(2)} (counts from ${acoustic_floor})`
+      + (voice == null ? '' : `; your voice: ${voice.toFixed(2)} (another voice under ${voice_floor})`);
     const notYou = voice != null && voice_floor != null && voice < voice_floor
       && acoustic != null && acoustic >= acoustic_floor;
     $('wake-try-note').textContent = woke ? 'She heard her name ✓'

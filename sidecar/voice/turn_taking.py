@@ -367,12 +367,12 @@ class TurnTaker(Processor):
 
     def _acoustic_check(self, utterance: UtteranceFrame) -> dict[str, float | None]:
         """The acoustic model's say for the meter: its best score in the utterance and its floor (and the
-        enrolled voice's verifier's)."""
+        enrolled voice's verifier's, with the score under which it is another voice's)."""
         if self.acoustic is None or utterance.wake_score is None:
             return {}
         said = {"acoustic": round(utterance.wake_score, 3), "acoustic_floor": self.acoustic.floor}
         if utterance.wake_personal is not None:
-            said |= {"voice": round(utterance.wake_personal, 3), "voice_floor": self.acoustic.personal}
+            said |= {"voice": round(utterance.wake_personal, 3), "voice_floor": self.acoustic.stranger}
         return said
 
     async def _report_later(self, found: NameMatch, utterance: UtteranceFrame) -> None:

@@ -25,6 +25,7 @@ import numpy as np
 from sidecar.config import TRAINED_WAKE_MODELS
 from sidecar.frames import AudioFrame, EnrolFrame, EnrolmentFrame, Frame, WakeFrame
 from sidecar.pipeline import Direction, Processor
+from sidecar.voice.audio import RATE
 from sidecar.voice.wake_confirm import WakeCandidateFrame
 from sidecar.voice.wake_net import FEATURES, WINDOW, WakeNet
 from sidecar.voice.wake_phonetic import phonetic_key, sounds_like
@@ -200,7 +201,8 @@ class AcousticWake(Processor):
     With a `verifier` (the user enrolled their voice: `wake_verifier`) each candidate carries its
     say too. An `EnrolFrame` starts (or cancels) enrolment: until three takes are in, the model's
     windows go to a `TakeRecorder` instead of making candidates, each take is reported
-    (`EnrolmentFrame`), and the last one brings the new verifier, which listens from then on.
+    (`EnrolmentFrame`), and the last one brings the new verifier, which listens from then on;
+    `wake_verifier.PATIENCE_S` without a take ends it ("unheard"), nothing taught.
     `bank` gives the other speech enrolment weighs the takes against.
     """
 
@@ -258,16 +260,21 @@ class AcousticWake(Processor):
         if not isinstance(self.model, WakeModel) or not self.model.trained or self.bank is None:
             await self.push(EnrolmentFrame(taken=0, needed=TAKES, status="unavailable"))
             return
-        self._recorder, self._enrolment = TakeRecorder(self.model.windows), Enrolment()
+        self._recorder, self._enrolment = TakeRecorder(self.model.windows, self.threshold), Enrolment()
         await self.push(EnrolmentFrame(taken=0, needed=TAKES, status="listening"))
 
     async def _record(self, hop: Hop) -> None:
         assert self._recorder is not None and self._enrolment is not None and hop.window is not None
-        take = self._recorder.hop(hop.pcm, hop.window, hop.score)
-        if take is None:
+        recorder = self._recorder
+        heard = recorder.hop(hop.pcm, hop.window, hop.score)
+        if heard is None:
+            if recorder.waited(self.model.step / RATE):  # not hearing her name: nothing is taught
+                taken = len(self._enrolment.takes)
+                self._recorder = self._enrolment = None
+                await self.push(EnrolmentFrame(taken=taken, needed=TAKES, status="unheard"))
             return
         enrolment = self._enrolment
-        enrolment.takes.append(take)
+        enrolment.takes.append(await asyncio.to_thread(recorder.take, heard))  # its noisy copies: a second of CPU
         if not enrolment.done:
             await self.push(EnrolmentFrame(taken=len(enrolment.takes), needed=TAKES, status="listening"))
             return

@@ -26,6 +26,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from sidecar.config import VoiceConfig
 from sidecar.frames import ControlFrame
 
 log = logging.getLogger(__name__)
@@ -46,28 +47,39 @@ class WakeCandidateFrame(ControlFrame):
 
 @dataclass(frozen=True)
 class AcousticOpinion:
-    """`personal`: once the user enrolled (`personal` scores given), a score over `floor` wakes her
-    only if the verifier's reaches `personal` — and then whatever whisper wrote."""
+    """Once the user enrolled (a `personal` score given: their verifier's), three bands: at
+    `personal` or over, a score over `floor` wakes her whatever whisper wrote (her voice); under
+    `stranger`, nothing does (another voice); between, the rule as before enrolment (a voice the
+    verifier is unsure of: her own in a noisy room, a cold)."""
 
     floor: float
     sure: float
     personal: float = 0.9
+    stranger: float = 0.7
+
+    @classmethod
+    def of(cls, voice: VoiceConfig) -> AcousticOpinion:
+        return cls(voice.wake_acoustic_floor, voice.wake_acoustic_sure, voice.wake_personal, voice.wake_stranger)
 
     def sure_of(self, score: float, personal: float | None = None) -> bool:
         """The model alone wakes her, whatever whisper wrote."""
-        if personal is not None:
-            return score >= self.floor and personal >= self.personal
-        return score >= self.sure
+        if personal is not None and personal >= self.personal:
+            return score >= self.floor
+        return not self.stranger_to(personal) and score >= self.sure
+
+    def stranger_to(self, personal: float | None) -> bool:
+        """Whether the verifier says it is not the enrolled user's voice."""
+        return personal is not None and personal < self.stranger
 
     def weigh(self, score: float, heard_name: bool, personal: float | None = None) -> bool:
         """Whether the utterance wakes her."""
-        if personal is not None:
-            return self.sure_of(score, personal)
-        return self.sure_of(score) or (heard_name and score >= self.floor)
+        if self.stranger_to(personal):
+            return False
+        return self.sure_of(score, personal) or (heard_name and score >= self.floor)
 
     def asks_whisper(self, score: float, personal: float | None = None) -> bool:
         """Whether whisper's slower second opinion (its n-best readings) could change the verdict."""
-        return personal is None and score >= self.floor and not self.sure_of(score)
+        return score >= self.floor and not self.sure_of(score, personal) and not self.stranger_to(personal)
 
 
 @dataclass(frozen=True)

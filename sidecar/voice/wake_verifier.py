@@ -13,8 +13,9 @@ it too — and then without waiting for whisper's reading (`wake_confirm.Acousti
 goes up for other voices and down for hers. Measured by tests/bench/wake_enrol.py.
 
 `TakeRecorder` is the sans-I/O bookkeeping of the takes (a window, its score and its audio each
-80 ms in; a `Take` out when one has been said); `Enrolment` turns three takes into a `Verifier`,
-which the store keeps as plain JSON (`to_stored` / `from_stored`).
+80 ms in; a take `Heard` out when one has been said, made a `Take` off the event loop);
+`Enrolment` turns three takes into a `Verifier`, which the store keeps as plain JSON
+(`to_stored` / `from_stored`).
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ from sidecar.voice.wake_net import FEATURES, MODELS, WINDOW
 
 WIDTH = WINDOW * FEATURES
 TAKES = 3
-# A take is a best window scoring this much: something like the wake word was said (a cough or
-# a "hello" is not learnt as the user's wake word).
-TAKE_FLOOR = 0.2
+# A take is a best window scoring what wakes her (the model's floor, given to `TakeRecorder`): ordinary
+# speech scores up to 0.4 (measured), and a "hello" learnt as the user's wake word would wake her on it.
+# Windows under QUIET_FLOOR before a take are the room the user says it in.
+QUIET_FLOOR = 0.2
+PATIENCE_S = 30.0  # this much audio without a take: she is not hearing her name, and says so
 SETTLE_HOPS = 6  # a take ends this many hops (0.48 s) after its best score
 BEFORE_HOPS = 30  # audio before the best window's end the noisy copies are made from (2.4 s)
 QUIET_HOPS = (28, 18)  # windows this many steps before the best one (and not a take): the room before it
@@ -125,30 +128,46 @@ class Take:
     quiet: np.ndarray  # (m, WIDTH)
 
 
+@dataclass(frozen=True)
+class Heard:
+    """A take as heard, before its noisy copies are made (`TakeRecorder.take`, the slow part)."""
+
+    score: float
+    windows: list[np.ndarray]  # the best window and its neighbours
+    audio: np.ndarray  # int16: the front end's warm-up, then the steps up to just after the best window
+    at: int  # the best window's index among the windows of `audio`
+    quiet: np.ndarray  # (m, WIDTH)
+
+
 class TakeRecorder:
-    """Finds takes in the microphone's hops. `embed(pcm)` is the model's front end run afresh on
-    int16 audio: one window per complete step (`WakeModel.windows`), for the noisy copies.
+    """Finds takes in the microphone's hops: a best score of at least `floor`. `embed(pcm)` is the
+    model's front end run afresh on int16 audio: one window per complete step (`WakeModel.windows`),
+    for the noisy copies.
 
     Hops are counted in steps of audio (a hop carries its step's audio when it is the step's
-    last: `wake.Hop`), so a burst of scores from one step does not shift the takes' audio."""
+    last: `wake.Hop`), so a burst of scores from one step does not shift the takes' audio.
+    `hop` is quick and says when a take was `Heard`; `take` makes its noisy copies (a second or
+    more of CPU: off the event loop)."""
 
-    def __init__(self, embed: Callable[[np.ndarray], np.ndarray], seed: int = 0) -> None:
+    def __init__(self, embed: Callable[[np.ndarray], np.ndarray], floor: float, seed: int = 0) -> None:
         self.embed = embed
+        self.floor = floor
         self.rng = np.random.default_rng(seed)
         self._audio: deque[tuple[int, np.ndarray]] = deque(maxlen=HISTORY)  # (step, its audio)
         self._windows: deque[tuple[int, np.ndarray, float]] = deque(maxlen=HISTORY)  # (step, window, score)
         self._steps = 0
+        self._last_take = 0  # the step the last take was heard at (or recording began)
         self._best: tuple[int, float] | None = None  # (hops since the best score, the best score)
 
-    def hop(self, pcm: np.ndarray, window: np.ndarray, score: float) -> Take | None:
+    def hop(self, pcm: np.ndarray, window: np.ndarray, score: float) -> Heard | None:
         """One hop: its audio (empty but on a step's last hop), the window it scored and its score;
-        a `Take` once one has settled."""
+        what was `Heard` once a take has settled."""
         self._windows.append((self._steps, window.reshape(-1), score))
         if len(pcm):
             self._audio.append((self._steps, pcm))
             self._steps += 1
         if self._best is None:
-            self._best = (0, score) if score >= TAKE_FLOOR else None
+            self._best = (0, score) if score >= self.floor else None
             return None
         since, best = self._best
         self._best = (0, score) if score > best else (since + 1, best)
@@ -156,18 +175,28 @@ class TakeRecorder:
             return None
         since, best = self._best
         self._best = None
-        return self._take(len(self._windows) - 1 - since, best)
+        self._last_take = self._steps
+        return self._heard(len(self._windows) - 1 - since, best)
 
-    def _take(self, peak: int, score: float) -> Take:
-        windows = [self._windows[i][1] for i in (peak - 1, peak, peak + 1)]
+    def waited(self, step_s: float) -> bool:
+        """Whether `PATIENCE_S` of audio (steps of `step_s`) went by without a take."""
+        return (self._steps - self._last_take) * step_s >= PATIENCE_S
+
+    def _heard(self, peak: int, score: float) -> Heard:
         step = self._windows[peak][0]
         audio = [(n, pcm) for n, pcm in self._audio if step - BEFORE_HOPS <= n <= step + 1]
         lead = np.zeros(12 * len(audio[0][1]), np.int16)  # the front end's own warm-up, as at a stream's start
-        at = 12 + step - audio[0][0]  # the best window's index among the copy's
-        for copy in noisy_copies(np.concatenate([lead, *(pcm for _, pcm in audio)]), NOISE_SNR_DB, self.rng):
-            windows += list(self.embed(copy)[at - 1:at + 2])
-        quiet = [w for n, w, s in self._windows if step - QUIET_HOPS[0] <= n < step - QUIET_HOPS[1] and s < TAKE_FLOOR]
-        return Take(score, np.stack(windows), np.stack(quiet) if quiet else np.zeros((0, WIDTH), np.float32))
+        quiet = [w for n, w, s in self._windows if step - QUIET_HOPS[0] <= n < step - QUIET_HOPS[1] and s < QUIET_FLOOR]
+        return Heard(score, [self._windows[i][1] for i in (peak - 1, peak, peak + 1)],
+                     np.concatenate([lead, *(pcm for _, pcm in audio)]), 12 + step - audio[0][0],
+                     np.stack(quiet) if quiet else np.zeros((0, WIDTH), np.float32))
+
+    def take(self, heard: Heard) -> Take:
+        """The take with its windows over pink noise too."""
+        windows = list(heard.windows)
+        for copy in noisy_copies(heard.audio, NOISE_SNR_DB, self.rng):
+            windows += list(self.embed(copy)[heard.at - 1:heard.at + 2])
+        return Take(heard.score, np.stack(windows), heard.quiet)
 
 
 @dataclass

@@ -100,10 +100,10 @@ def span_rows(h: Hops, start: float, end: float) -> np.ndarray:
     return np.where((t >= start - SLACK_S) & (t <= end + SLACK_S))[0]
 
 
-def enrol(model: WakeModel, h: Hops, spans: list, bank: np.ndarray):
+def enrol(model: WakeModel, h: Hops, spans: list, bank: np.ndarray, floor: float):
     """The app's enrolment on the hops from just before the first take to just after the last."""
     assert h.pcm is not None
-    recorder, enrolment = TakeRecorder(model.windows), Enrolment()
+    recorder, enrolment = TakeRecorder(model.windows, floor), Enrolment()
     step = model.step
     # from just after the utterance before the first take (the corpus leaves 2.5 s between them)
     inside = np.where((h.t >= spans[0].start - 2.0) & (h.t <= spans[-1].end + 1.5))[0]
@@ -111,9 +111,9 @@ def enrol(model: WakeModel, h: Hops, spans: list, bank: np.ndarray):
         n = int(round(h.t[i] * 16000 / step)) - 1  # the hop's step
         last = i + 1 == len(h.t) or h.t[i + 1] != h.t[i]
         pcm = h.pcm[n * step:(n + 1) * step] if last else np.zeros(0, np.int16)
-        take = recorder.hop(pcm, h.window[i], float(h.score[i]))
-        if take is not None and not enrolment.done:
-            enrolment.takes.append(take)
+        heard = recorder.hop(pcm, h.window[i], float(h.score[i]))
+        if heard is not None and not enrolment.done:
+            enrolment.takes.append(recorder.take(heard))
     return enrolment.verifier(bank) if enrolment.done else None
 
 
@@ -138,7 +138,7 @@ def main() -> None:
     not_enrolled = []
     for voice in voices:
         spans = [s for s in wake_stream.spans if s.voice == voice]
-        verifier = enrol(model, wake["clean"], spans[:TAKES], bank)
+        verifier = enrol(model, wake["clean"], spans[:TAKES], bank, floor)
         if verifier is None:
             not_enrolled.append(voice)
             continue

@@ -5,6 +5,7 @@ hey_stella model's score), real whisper, real engine."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -47,4 +48,6 @@ def test_the_wake_meter_shows_how_surely_she_heard_her_name(
              timeout=60)
         window.page.wait(f"{NOTE}.startsWith('She heard her name')", 30)  # (the page's own ✓ after it)
         assert window.page.eval(METER) > 0.5, "her own name, clearly said, is over the floor's mark"
+        assert re.fullmatch(r"Her name’s model: (0\.\d\d|1\.00) \(counts from 0\.5\)",
+                            window.page.eval("document.getElementById('wake-meter').title")), "the figures, on hover"
         window.close_and_check_nothing_is_left()

@@ -14,14 +14,14 @@ from sidecar.frames import EndFrame, EnrolFrame, EnrolmentFrame, Frame
 from sidecar.voice.audio import RATE
 from sidecar.voice.wake import AcousticWake, WakeModel
 from sidecar.voice.wake_confirm import AcousticOpinion, WakeCandidateFrame
-from sidecar.voice.wake_verifier import TAKES, WIDTH, Verifier, fit, others
+from sidecar.voice.wake_verifier import PATIENCE_S, TAKES, WIDTH, Verifier, fit, others
 
 from . import harness
 from .speech import Piper, concat, espeak, silence
 from .test_wake_confirm import frames_of
 
 CONFIG = VoiceConfig()
-OPINION = AcousticOpinion(CONFIG.wake_acoustic_floor, CONFIG.wake_acoustic_sure, CONFIG.wake_personal)
+OPINION = AcousticOpinion.of(CONFIG)
 
 
 @pytest.fixture(scope="module")
@@ -85,11 +85,31 @@ def test_without_enrolment_the_candidates_carry_no_voice_and_whisper_decides_as_
     assert not OPINION.weigh(0.9, False), "not enrolled: a score under sure needs the name whisper wrote"
 
 
-def test_the_opinion_of_an_enrolled_voice_needs_both_scores_and_no_whisper():
+def test_an_enrolled_voice_is_sure_another_is_refused_and_one_the_verifier_is_unsure_of_needs_whisper():
     assert OPINION.weigh(0.6, False, personal=0.95), "her voice over the model's floor: whatever whisper wrote"
-    assert not OPINION.weigh(0.99, True, personal=0.5), "another voice: not even with whisper's name"
-    assert not OPINION.weigh(0.3, True, personal=0.99), "the model's floor still holds"
     assert not OPINION.asks_whisper(0.6, personal=0.95) and OPINION.sure_of(0.6, personal=0.95)
+    assert not OPINION.weigh(0.3, True, personal=0.99), "the model's floor still holds"
+    assert not OPINION.weigh(0.99, True, personal=0.5), "another voice: not even with whisper's name"
+    assert not OPINION.asks_whisper(0.8, personal=0.5) and not OPINION.sure_of(0.99, personal=0.5)
+    unsure = (OPINION.stranger + OPINION.personal) / 2  # her voice in a noisy room, say
+    assert OPINION.weigh(0.6, True, personal=unsure) and not OPINION.weigh(0.6, False, personal=unsure), \
+        "in between, whisper's reading decides as before she was taught"
+    assert OPINION.asks_whisper(0.6, personal=unsure) and OPINION.weigh(0.99, False, personal=unsure)
+    with pytest.raises(ValueError, match="'wake_stranger' and 'wake_personal' .* got 0.95 and 0.9"):
+        VoiceConfig(wake_stranger=0.95)
+
+
+def test_other_words_are_not_taken_and_half_a_minute_without_her_name_teaches_nothing_and_says_so(piper):
+    said = [piper(text) for text in ("Hello there, how are you today?", "Set a timer for ten minutes.",
+                                     "Good morning, what is the weather like?", "Can you tell me a story?")]
+    said.append(espeak("We went to the market on Sunday.", voice="en-us+f3"))  # scores 0.26: once a take
+    audio, _ = utterances(*said, gap=4.0)
+    audio = concat(audio, silence(PATIENCE_S + 1 - len(audio) / RATE))
+    wake = AcousticWake(WakeModel(Models().path("wakeword"), "hey_stella"), CONFIG.wake_acoustic_floor,
+                        candidates=True, bank=lambda: others("hey_stella"))
+    out = harness.run([EnrolFrame(start=True), *frames_of(audio), EndFrame()], [wake])
+    assert [(f.status, f.taken) for f in out if isinstance(f, EnrolmentFrame)] == [("listening", 0), ("unheard", 0)]
+    assert wake.verifier is None
 
 
 def test_enrolment_without_a_model_of_ours_says_it_cannot(piper):
