@@ -406,7 +406,9 @@ class SettingsPanel {
     this.backdrop.addEventListener('click', () => this.close());
     document.addEventListener('keydown', (e) => { if (e.key === 'Escape') this.close(); });
     this.edited = new Set();  // fields the user changed since opening: a late refresh must not undo them
-    this.form.addEventListener('change', (e) => { if (e.target.name) this.edited.add(e.target.name); });
+    for (const type of ['input', 'change']) {  // typed in counts at once ("change" waits for leaving the field)
+      this.form.addEventListener(type, (e) => { if (e.target.name) this.edited.add(e.target.name); });
+    }
     this.form.wake_engine.addEventListener('change', () => this._showWakeFields());
     this.form.addEventListener('submit', (e) => { e.preventDefault(); this.save(); });
     $('pair').addEventListener('click', () => this.channel.send({ cmd: 'pair', code: $('pairing-code').value.trim() }));

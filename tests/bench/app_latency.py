@@ -35,7 +35,6 @@ import re
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -47,7 +46,7 @@ import numpy as np  # noqa: E402
 from sidecar.events import DEVICE_STAGES, STAGES  # noqa: E402
 from sidecar.voice.audio import RATE  # noqa: E402
 from tests import services  # noqa: E402
-from tests.desktop import screen  # noqa: E402
+from tests.desktop.app_window import user_desktop  # noqa: E402
 from tests.desktop.processes import descendants  # noqa: E402
 from tests.sound import PULSE_RATE, Recorder, play  # noqa: E402
 from tests.voice.speech import Piper, concat, espeak, silence  # noqa: E402
@@ -140,30 +139,13 @@ def main() -> int:
     parser.add_argument("--server", help="a running gateway instead of the embedded one")
     parser.add_argument("--keep-log", type=Path, help="copy the app's log (no words in it) here")
     args = parser.parse_args()
-    os.environ.pop("DISPLAY", None)
     turns: list[dict] = []
     with contextlib.ExitStack() as stack:
-        pulse = stack.enter_context(services.PulseAudio())
-        keyring = stack.enter_context(services.SecretService())
-        xvfb = stack.enter_context(services.Xvfb())
-        sound = {**os.environ, **pulse.env, "HOME": os.environ["HOME"]}
+        desktop = user_desktop(stack, args.server, {"STELLA_CHAT__TEMPERATURE": "0"})
+        app, pulse, sound = desktop.app, desktop.pulse, desktop.sound
         one_clock(sound, pulse)
         rec = Recorder(sound, "stella_rec.monitor", channels=2)
         stack.callback(rec.stop)
-        state = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="stella-bench-")))
-        env = {**os.environ, **keyring.env, "PULSE_SERVER": pulse.env["PULSE_SERVER"],
-               "PULSE_SOURCE": f"{pulse.mic}.monitor", "PULSE_SINK": pulse.speaker, "DISPLAY": xvfb.display,
-               "HOME": os.environ["HOME"], "XDG_STATE_HOME": str(state), "STELLA_CHAT__TEMPERATURE": "0",
-               "STELLA_WINDOW__AUTOMATION_SOCKET": str(state / "page.sock")}
-        cmd = [sys.executable, "-m", "desktop.cli", "run", "--store", str(state / "stella.db"), "--voice", "auto"]
-        output = (state / "app.log").open("w")
-        app = subprocess.Popen([*cmd, *(["--server", args.server] if args.server else [])], env=env, cwd=REPO,
-                               stdout=output, stderr=subprocess.STDOUT)
-        stack.callback(lambda: (app.poll() is None and (app.terminate(), app.wait(30))))
-        page = screen.Page(state / "page.sock", timeout=300)
-        stack.callback(page.close)
-        page.wait("document.getElementById('wake')?.dataset.voice === 'ready'", 300)  # the DOM may not be there yet
-        time.sleep(2.0)  # the microphone stream delivers 1-2 s after it starts
         offset = calibrate(sound, rec)
         print(f"one-clock offset (speaker channel behind microphone channel): {offset * 1000:.1f} ms", flush=True)
         plan = [(v, q) for _ in range(args.rounds) for q in QUESTIONS for v in VOICES]
@@ -193,9 +175,9 @@ def main() -> int:
             time.sleep(1.0)
         cpu_after, wall = cpu_seconds(app.pid), time.monotonic() - wall_before
         cpu = {name: (used - cpu_before.get(name, 0.0)) / wall for name, used in cpu_after.items()}
-        timelines = app_log_timelines((state / "app.log").read_text(errors="replace"))
+        timelines = app_log_timelines(desktop.log)
         if args.keep_log:
-            args.keep_log.write_text((state / "app.log").read_text(errors="replace"))
+            args.keep_log.write_text(desktop.log)
     write(turns, timelines, offset, args, cpu)
     return 0
 

@@ -7,14 +7,18 @@ The web view is the app's own choice (WebKitGTK on Linux) unless a test asks for
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
+import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from tests import services
 from tests.desktop import screen
 from tests.desktop.polling import wait_for
 from tests.desktop.processes import alive, descendants
@@ -113,3 +117,46 @@ def stella(display: str, server: str, store: Path, env: dict[str, str], voice: s
         yield window
     finally:
         abandon(proc, page)
+
+
+@dataclass
+class UserDesktop:
+    """`stella run` as a user starts it (the embedded gateway and llama-server unless `server`), in a
+    private desktop session of its own: Xvfb, a D-Bus session with an unlocked gnome-keyring, and a
+    PulseAudio daemon whose default microphone and speaker are null sinks. For the benches."""
+
+    app: subprocess.Popen
+    page: screen.Page
+    pulse: services.PulseAudio
+    sound: dict[str, str]  # the environment to play into / record from its sinks
+    state: Path  # the app's state folder: its store and its log (app.log, no words in it)
+
+    @property
+    def log(self) -> str:
+        return (self.state / "app.log").read_text(errors="replace")
+
+
+def user_desktop(stack: contextlib.ExitStack, server: str | None = None,
+                 env: dict[str, str] | None = None) -> UserDesktop:
+    """The app started in a desktop session entered on `stack`, its voice listening (`env`: more of the
+    app's settings, e.g. STELLA_VOICE__...)."""
+    os.environ.pop("DISPLAY", None)
+    pulse = stack.enter_context(services.PulseAudio())
+    keyring = stack.enter_context(services.SecretService())
+    xvfb = stack.enter_context(services.Xvfb())
+    sound = {**os.environ, **pulse.env, "HOME": os.environ["HOME"]}
+    state = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="stella-bench-")))
+    app_env = {**os.environ, **keyring.env, "PULSE_SERVER": pulse.env["PULSE_SERVER"],
+               "PULSE_SOURCE": f"{pulse.mic}.monitor", "PULSE_SINK": pulse.speaker, "DISPLAY": xvfb.display,
+               "HOME": os.environ["HOME"], "XDG_STATE_HOME": str(state),
+               "STELLA_WINDOW__AUTOMATION_SOCKET": str(state / "page.sock"), **(env or {})}
+    cmd = [sys.executable, "-m", "desktop.cli", "run", "--store", str(state / "stella.db"), "--voice", "auto"]
+    output = stack.enter_context((state / "app.log").open("w"))
+    app = subprocess.Popen([*cmd, *(["--server", server] if server else [])], env=app_env,
+                           cwd=Path(__file__).resolve().parents[2], stdout=output, stderr=subprocess.STDOUT)
+    stack.callback(lambda: (app.poll() is None and (app.terminate(), app.wait(30))))
+    page = screen.Page(state / "page.sock", timeout=300)
+    stack.callback(page.close)
+    page.wait("document.getElementById('wake')?.dataset.voice === 'ready'", 300)  # the DOM may not be there yet
+    time.sleep(2.0)  # the microphone stream delivers 1-2 s after it starts
+    return UserDesktop(app, page, pulse, sound, state)

@@ -198,6 +198,41 @@ def test_the_two_stage_wake_word_is_offered_with_its_model_choice(page, engine: 
     assert form.locator("[name=wake_model]").is_visible() and not form.locator("[name=wake_phrase]").is_visible()
 
 
+def test_a_late_answer_to_opening_settings_does_not_undo_what_is_being_typed(page, engine: Engine,
+                                                                           assets: str) -> None:
+    """The engine's answer to opening (fresh device lists; slow when the sound system is) may come while the
+    user is still in a field they typed in — no "change" yet, that comes when they leave it."""
+    held: list[str] = []
+    to_page: list = []
+
+    def through(ws) -> None:  # noqa: ANN001 - Playwright's WebSocketRoute
+        server = ws.connect_to_server()
+        to_page.append(ws)
+
+        def from_engine(message: str | bytes) -> None:
+            if holding and isinstance(message, str) and '"type":"settings"' in message:
+                held.append(message)  # the answer to opening, kept back
+            else:
+                ws.send(message)
+
+        server.on_message(from_engine)
+
+    holding = False
+    page.route_web_socket(re.compile(r"^ws://127\.0\.0\.1:\d+/$"), through)
+    open_ui(page, engine, assets)
+    holding = True
+    page.click("#open-settings")
+    wait_for(lambda: page.wait_for_timeout(20) or held, 10, "the engine's answer to opening")  # (Playwright's
+    # handlers run while it is called)
+    page.locator("[name=wake_phrase]").fill("hey luna")  # the field keeps the focus: no change event yet
+    page.evaluate("document.querySelector('[name=wake_model] option').dataset.stale = '1'")
+    holding = False
+    for message in held:
+        to_page[-1].send(message)
+    until(page, "!document.querySelector('[name=wake_model] option[data-stale]')")  # it came
+    assert page.locator("[name=wake_phrase]").input_value() == "hey luna"
+
+
 def test_without_webgl_the_character_comes_as_frames_from_the_engine(browser, engine: Engine, assets: str) -> None:
     page = browser.new_page()
     try:
