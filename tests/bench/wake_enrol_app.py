@@ -68,8 +68,9 @@ class Tally:
 
 
 def cut(pcm: np.ndarray, span: Span) -> np.ndarray:
-    """The utterance with a little of its stream either side (the noisy stream's noise too)."""
-    return pcm[max(0, int((span.start - 0.5) * RATE)):int((span.end + 0.8) * RATE)]
+    """The utterance (float, as `play` takes it) with a little of its stream either side (the noisy
+    stream's noise too)."""
+    return pcm[max(0, int((span.start - 0.5) * RATE)):int((span.end + 0.8) * RATE)].astype(np.float32) / 32768
 
 
 def say(desktop: UserDesktop, audio: np.ndarray) -> tuple[bool, str]:
@@ -84,12 +85,16 @@ def say(desktop: UserDesktop, audio: np.ndarray) -> tuple[bool, str]:
     return note.startswith("She heard her name"), f"{note} [{desktop.page.eval(METER)}]"
 
 
-def teach(desktop: UserDesktop, takes: list[np.ndarray]) -> str:
-    """Settings → Teach her my voice, the takes a moment apart; the enrolment note at the end."""
+def forget(desktop: UserDesktop) -> None:
+    """Settings → Forget my voice, if one was taught (the pipeline is rebuilt without it)."""
     if desktop.page.eval(FORGET_SHOWN):
         click(desktop, "enrol-forget")
         desktop.page.wait(f"!({FORGET_SHOWN})", 10)
         desktop.page.wait(LISTENING, 60)
+
+
+def teach(desktop: UserDesktop, takes: list[np.ndarray]) -> str:
+    """Settings → Teach her my voice, the takes a moment apart; the enrolment note at the end."""
     click(desktop, "enrol-start")
     desktop.page.wait(f"{ENROL_NOTE}.includes('0 of 3 heard')", 10)
     play(desktop.sound, desktop.pulse.mic, concat(silence(0.5), *(concat(t, silence(1.5)) for t in takes)),
@@ -121,6 +126,7 @@ def main() -> int:
         click(desktop, "open-settings")
         for voice in voices:
             tests = spans[voice][TAKES:]
+            forget(desktop)  # the voice before this one's
             for condition in ("clean", "noisy"):
                 for s in tests:
                     woke, shown = say(desktop, cut(pcm[condition], s))
