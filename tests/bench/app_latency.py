@@ -141,9 +141,8 @@ def main() -> int:
     args = parser.parse_args()
     turns: list[dict] = []
     with contextlib.ExitStack() as stack:
-        desktop = user_desktop(stack, args.server, {"STELLA_CHAT__TEMPERATURE": "0"})
+        desktop = user_desktop(stack, args.server, {"STELLA_CHAT__TEMPERATURE": "0"}, one_clock)
         app, pulse, sound = desktop.app, desktop.pulse, desktop.sound
-        one_clock(sound, pulse)
         rec = Recorder(sound, "stella_rec.monitor", channels=2)
         stack.callback(rec.stop)
         offset = calibrate(sound, rec)

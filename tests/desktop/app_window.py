@@ -12,7 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -136,15 +136,17 @@ class UserDesktop:
         return (self.state / "app.log").read_text(errors="replace")
 
 
-def user_desktop(stack: contextlib.ExitStack, server: str | None = None,
-                 env: dict[str, str] | None = None) -> UserDesktop:
+def user_desktop(stack: contextlib.ExitStack, server: str | None = None, env: dict[str, str] | None = None,
+                 sound_setup: Callable[[dict[str, str], services.PulseAudio], None] | None = None) -> UserDesktop:
     """The app started in a desktop session entered on `stack`, its voice listening (`env`: more of the
-    app's settings, e.g. STELLA_VOICE__...)."""
+    app's settings, e.g. STELLA_VOICE__...; `sound_setup`: sinks and loopbacks made before the app starts)."""
     os.environ.pop("DISPLAY", None)
     pulse = stack.enter_context(services.PulseAudio())
     keyring = stack.enter_context(services.SecretService())
     xvfb = stack.enter_context(services.Xvfb())
     sound = {**os.environ, **pulse.env, "HOME": os.environ["HOME"]}
+    if sound_setup is not None:
+        sound_setup(sound, pulse)
     state = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="stella-bench-")))
     app_env = {**os.environ, **keyring.env, "PULSE_SERVER": pulse.env["PULSE_SERVER"],
                "PULSE_SOURCE": f"{pulse.mic}.monitor", "PULSE_SINK": pulse.speaker, "DISPLAY": xvfb.display,
