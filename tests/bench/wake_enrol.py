@@ -122,8 +122,8 @@ class Untaught:
                     false.add((stream, voice.rsplit(" (", 1)[0], text))
                 else:
                     missed[section].add((who, text))
-            elif line and not line.startswith("- "):
-                section = section if line.startswith("phrase") else ""
+            elif line and not line.startswith("- "):  # the section's list is over
+                section = ""
         return cls(missed, false)
 
 
@@ -134,9 +134,7 @@ def woke(h: Hops, rows: np.ndarray, personal: np.ndarray, opinion: AcousticOpini
     if not len(rows):
         return False
     score, mine = float(h.score[h.kept[rows]].max()), float(personal[rows].max())
-    if opinion.sure_of(score, mine) or opinion.stranger_to(mine):
-        return opinion.sure_of(score, mine)
-    return untaught
+    return opinion.sure_of(score, mine) or (untaught and not opinion.stranger_to(mine))
 
 
 def span_rows(h: Hops, start: float, end: float, floor: float) -> np.ndarray:

@@ -63,6 +63,9 @@ class Tally:
     woke: int = 0
     misses: list[str] = field(default_factory=list)  # what was missed, with the meter's figures
 
+    def add(self, woke: bool) -> None:
+        self.said, self.woke = self.said + 1, self.woke + woke
+
     def row(self) -> str:
         return f"{self.woke}/{self.said}" if self.said else "-"
 
@@ -130,8 +133,7 @@ def main() -> int:
             for condition in ("clean", "noisy"):
                 for s in tests:
                     woke, shown = say(desktop, cut(pcm[condition], s))
-                    tally = before[condition]
-                    tally.said, tally.woke = tally.said + 1, tally.woke + woke
+                    before[condition].add(woke)
             note = teach(desktop, [cut(pcm["clean"], s) for s in spans[voice][:TAKES]])
             print(f"{voice}: {note}", flush=True)
             if not note.startswith("She knows your voice"):
@@ -141,10 +143,9 @@ def main() -> int:
             plan += [("others", spans[v][TAKES]) for v in voices if v != voice]
             for condition, s in plan:
                 woke, shown = say(desktop, cut(pcm["clean" if condition == "others" else condition], s))
-                tally = after[condition]
-                tally.said, tally.woke = tally.said + 1, tally.woke + woke
+                after[condition].add(woke)
                 if woke == (condition == "others"):
-                    tally.misses.append(f"{voice} taught, {condition}: {s.voice} \"{s.text}\" — {shown}")
+                    after[condition].misses.append(f"{voice} taught, {condition}: {s.voice} \"{s.text}\" — {shown}")
             print(f"  taught: clean {after['clean'].row()}, noisy {after['noisy'].row()}, others "
                   f"{after['others'].row()} so far", flush=True)
     write(args, voices, not_taught, before, after, time.time() - started, load[0])
