@@ -4,18 +4,21 @@ Run on its own to (re)build it: ``.venv/bin/python tests/voice/wake_corpus.py``;
 (tests/bench/wake_rates.py) builds it on first use. Files go to
 ``~/.cache/stella/bench/wake/<folder>/`` (override the root with ``STELLA_WAKE_CORPUS``).
 
-Six sets, of disjoint voices: **tuning** and **seen** (folder v1: thresholds and matcher
+Eight sets, of disjoint voices: **tuning** and **seen** (folder v1: thresholds and matcher
 rules were chosen on them — "seen" was the first held-out set, and once its misses had been
 read it was no longer held out), **seen2** (folder v2, the second held-out set, seen in turn
 once the n-best rules and the noisy model were chosen on it), **seen3** (folder v3, the third,
 seen once its false accepts had been read), **seen4** (folder v4, the fourth: English accents
 with new espeak-ng variants and English said by eight other languages' voices), **seen5** (folder
 v5, the fifth: ten more languages and flite's five voices; seen once the first "hey stella" model's
-false accepts had been read, then the decision rules were chosen on it) and **heldout** (folder v6:
+false accepts had been read, then the decision rules were chosen on it), **seen6** (folder v6, the
+sixth: nine more languages, Festival's voices and piper joe played faster or slower; its false
+accepts chose the look-alikes the second model was trained against) and **heldout** (folder v7:
 voices, languages, texts and noise seeds never used for tuning or for training the "hey stella"
-model, tests/voice/wake_train.py — English said by espeak-ng voices of nine more languages,
-Festival's voices, a synthesiser nothing was trained or tuned on, and piper joe played faster or
-slower; reported, never tuned on). From v3 on, half the look-alike scenes are said over noise beds. Each set has
+model, tests/voice/wake_train.py — English said by espeak-ng voices of ten more languages, each
+checked to say the name by its own phonemes (`says_the_name`), and piper joe at new speeds and
+played faster or slower by new factors; reported, never tuned on; an hour of ordinary speech
+besides its look-alike scenes). From v3 on, half the look-alike scenes are said over noise beds. Each set has
 
 * wake utterances ("Hey Stella, ..." for every engine now; "Hey Jarvis, ..." for the published
   hey_jarvis model the acoustic engines used before ours), each voice saying several forms at random
@@ -38,6 +41,8 @@ import itertools
 import json
 import os
 import random
+import re
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -57,14 +62,15 @@ SNR_DB = 10
 WAKE_GAP_S = 2.5  # between wake utterances: longer than the hang-over and the trigger's refractory time
 FILE_S = 300.0  # the other speech is cut into streams of about this length
 
-SETS = ("tuning", "seen", "seen2", "seen3", "seen4", "seen5", "heldout")
+SETS = ("tuning", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "heldout")
 # Where each set lives: its folder under ROOT, and its name in that folder's index and files
 # (the "seen" set was generated as v1's "heldout"; regenerated, it is the same audio).
-# (and "seen2" as v2's "heldout", "seen3" as v3's, "seen4" as v4's, "seen5" as v5's).
-FOLDER = {"tuning": "v1", "seen": "v1", "seen2": "v2", "seen3": "v3", "seen4": "v4", "seen5": "v5", "heldout": "v6"}
-KEY = {"tuning": "tuning", **{s: "heldout" for s in ("seen", "seen2", "seen3", "seen4", "seen5", "heldout")}}
-# speech (not gaps) in the other speech
-TARGET_S = {"tuning": 15 * 60, **{s: 62 * 60 for s in ("seen", "seen2", "seen3", "seen4", "seen5", "heldout")}}
+# (and "seen2" as v2's "heldout", "seen3" as v3's, ... "seen6" as v6's).
+FOLDER = {"tuning": "v1", "seen": "v1", "seen2": "v2", "seen3": "v3", "seen4": "v4", "seen5": "v5", "seen6": "v6",
+          "heldout": "v7"}
+KEY = {"tuning": "tuning", **{s: "heldout" for s in SETS[1:]}}
+# speech (not gaps) in the other speech; v7's has an hour without its look-alike scenes (a sixth of it)
+TARGET_S = {"tuning": 15 * 60, **{s: 62 * 60 for s in SETS[1:]}, "heldout": 74 * 60}
 # espeak-ng voices: (accent, variant) pairs. v2's variants were used in no earlier set.
 _V1_BASES = {"tuning": ("en-us", "en-gb", "en-gb-x-rp", "en-gb-x-gbclan"),
              "seen": ("en-gb-scotland", "en-029", "en-us-nyc", "en-gb-x-gbcwmd")}
@@ -109,27 +115,37 @@ _V5_VARIANTS = {"sv": ("+f2", "+m1", "+m6"), "fi": ("+f4", "+m3", "+m8"), "cs": 
 _V6_VARIANTS = {"mt": ("+f1", "+m3", "+m8"), "lb": ("+f4", "+m2", "+m6"), "ia": ("+f3", "+m1", "+m5"),
                 "ht": ("+f2", "+m4", "+m7"), "mi": ("+f5", "+m6", "+m2"), "gd": ("+f1", "+m5", "+m8"),
                 "bs": ("+f3", "+m7", "+m1"), "az": ("+f4", "+m3", "+m6"), "an": ("+f2", "+m8", "+m4")}
+# v7: English said by espeak-ng voices of ten languages no earlier set and no training voice had, each
+# kept only if espeak-ng's own phonemes for "Hey Stella." say the name (`says_the_name`): v6's Maori voice
+# spelt the words letter by letter and its Luxembourgish and Gaelic ones said "Shayla" and "Shtyella",
+# which no listener would call her name, so they measured the set, not the engine.
+_V7_VARIANTS = {"sr": ("+f2", "+m3", "+m7"), "pt-br": ("+f5", "+m2", "+m8"), "fa-latn": ("+f1", "+m4", "+m6"),
+                "ug": ("+f3", "+m5", "+m1"), "nci": ("+f4", "+m6", "+m3"), "grc": ("+f2", "+m1", "+m5"),
+                "jbo": ("+f5", "+m7", "+m4"), "qya": ("+f1", "+m8", "+m2"), "sjn": ("+f3", "+m3", "+m6"),
+                "piqd": ("+f4", "+m2", "+m7")}
 FLITE_VOICES = {"seen5": ("awb", "rms", "slt", "kal16", "kal")}
 # (voice, shift): Festival voices, some played faster or slower (`speech.shifted`)
-FESTIVAL_VOICES = {"heldout": (("ked_diphone", 1.0), ("ked_diphone", 1.12), ("cmu_us_slt_arctic_hts", 1.0),
-                               ("cmu_us_slt_arctic_hts", 0.9))}
-PIPER_SHIFTS = {"heldout": (0.88, 1.14)}  # piper joe at length scale 1, played this much faster
+FESTIVAL_VOICES = {"seen6": (("ked_diphone", 1.0), ("ked_diphone", 1.12), ("cmu_us_slt_arctic_hts", 1.0),
+                             ("cmu_us_slt_arctic_hts", 0.9))}
+PIPER_SHIFTS = {"seen6": (0.88, 1.14), "heldout": (0.93, 1.2)}  # piper joe at length scale 1, played this much faster
 ESPEAK_VOICES = {
     **{s: tuple(b + v for b in _V1_BASES[s] for v in _V1_VARIANTS[s]) for s in _V1_BASES},
     "seen2": tuple(b + v for b, vs in _V2_VARIANTS.items() for v in vs),
     "seen3": tuple(b + v for b, vs in _V3_VARIANTS.items() for v in vs),
     "seen4": tuple(b + v for b, vs in _V4_VARIANTS.items() for v in vs),
     "seen5": tuple(b + v for b, vs in _V5_VARIANTS.items() for v in vs),
-    "heldout": tuple(b + v for b, vs in _V6_VARIANTS.items() for v in vs),
+    "seen6": tuple(b + v for b, vs in _V6_VARIANTS.items() for v in vs),
+    "heldout": tuple(b + v for b, vs in _V7_VARIANTS.items() for v in vs),
 }
 # piper joe is the one piper speaker: every set has it, at speeds of its own
 PIPER_SCALES = {"tuning": (0.85, 1.0, 1.2), "seen": (0.92, 1.1, 1.3), "seen2": (0.8, 1.05, 1.4),
                 "seen3": (0.88, 1.15, 1.35), "seen4": (0.9, 1.12, 1.25), "seen5": (0.83, 0.97, 1.45),
-                "heldout": (0.94, 1.18, 1.6)}
-WAKES_PER_VOICE = {"tuning": 4, "seen": 6, "seen2": 6, "seen3": 6, "seen4": 6, "seen5": 6, "heldout": 6}
-# Seeds are strings: v2's to v6's carry a prefix, so none of their noise or choices repeats another's.
-SALT = {"v1": "", "v2": "v2-", "v3": "v3-", "v4": "v4-", "v5": "v5-", "v6": "v6-"}
-NOISY_LOOKALIKES = {"v3", "v4", "v5", "v6"}  # folders whose look-alike scenes are said over a noise bed half the time
+                "seen6": (0.94, 1.18, 1.6), "heldout": (0.87, 1.08, 1.5)}
+WAKES_PER_VOICE = {"tuning": 4, **{s: 6 for s in SETS[1:]}}
+# Seeds are strings: v2's to v7's carry a prefix, so none of their noise or choices repeats another's.
+SALT = {"v1": "", **{f"v{i}": f"v{i}-" for i in range(2, 8)}}
+# folders whose look-alike scenes are said over a noise bed half the time
+NOISY_LOOKALIKES = {"v3", "v4", "v5", "v6", "v7"}
 
 NAMES = {"phrase": "Stella", "acoustic": "Jarvis"}
 WAKE_FORMS = ["Hey {n}.", "Hey {n}", "Hey {n}, what time is it?", "Hey {n}, turn on the lights.",
@@ -363,7 +379,7 @@ V5_CHATTER = [
 ]
 V5_REQUESTS = [
     "how many miles is a marathon", "what colour is a ruby", "who discovered penicillin",
-    "how long should I boil rice", "what is the smallest country", "why do onions make you cry",
+    "how long should I boil rice", "what is the smallest country", "why do owls hoot at night",
     "how many players are in a rugby team", "what year did the war end", "where do kangaroos live",
     "how do magnets work", "what is the speed of light", "which planet has rings",
 ]
@@ -446,6 +462,56 @@ V6_OBJECTS = ["a new cycle lane", "soaring energy bills", "thunderstorms across 
 V6_TIMES = ["at dawn", "on Friday", "after months of talks", "this afternoon", "during the blackout",
             "over the half term", "for the fifth time"]
 
+V7_WAKE_FORMS = ["Hey {n}, what's today's date?", "Hey {n}, switch off the radio.", "Hey {n}, any news?",
+                 "Hey {n}, alarm at half seven.", "Hey {n}, who won the match?", "Hey {n}, pause the film.",
+                 "Hey {n}, will it snow?", "Hey {n}, text my brother.", "Hey {n}, what's two plus two?",
+                 "Hey {n}, wake me at eight.", "Hey {n}, turn it down a notch.", "Hey {n}, morning to you."]
+V7_CHATTER = [
+    "The plumber is coming on Thursday.", "Our kettle has started to leak.", "I signed up for a pottery class.",
+    "The library fines have gone up.", "My brother moved to the coast.", "We need a bigger fridge.",
+    "The lift in our building is broken again.", "She painted the fence green.", "The market was busy this morning.",
+    "I can never remember that password.", "The cat knocked over a vase.", "Their garden has a pond with frogs.",
+    "The toaster burns one side only.", "We stayed up watching the eclipse.", "The pharmacy shuts at six.",
+    "I dropped a glass in the sink.", "The hospital car park is free now.", "He lost his wallet at the fair.",
+    "The curtains are too short for the window.", "We ought to ring the landlord.", "The boiler needs a service.",
+    "We watched a film with Stella Morris in it.", "We saw Jarvis Cocker at the festival.",
+    "The gate squeaks at night.",
+    "My coffee is far too sweet.", "The tickets were cheaper online.", "There's a hedgehog under the shed.",
+    "I left my gloves in the cinema.", "We baked bread on Sunday.", "The puppy chewed the remote control.",
+]
+V7_REQUESTS = [
+    "how old is the oldest tree", "who built the first lighthouse", "how many bones are in a hand",
+    "what is the widest waterfall", "how do you say goodbye in Welsh", "why do bees dance",
+    "when was the zip invented", "what is the capital of Chile", "how long do swans live",
+    "what do pandas eat", "how far away is Jupiter", "which planet has the most moons",
+]
+V7_OPENERS = ["I keep forgetting", "Help me win a bet:", "Could you dig up", "My nephew asked me",
+              "I saw it written somewhere", "Remind me again:", "Any idea", "Just wondering,"]
+V7_LOOKALIKES = [
+    # for "hey stella"
+    "Hey Rafaella, the soup's hot.", "Hey Ornella, your bag.", "Hey Prunella, mind the step.",
+    "Hey Mozzarella fans.", "Hey Lucinda, well done.", "Hey Sheryl, the bus is here.",
+    "Hey Stefania, ciao.", "Hey Henrietta, over here.", "Hey Consuela, the door's open.",
+    "Hey, settle the tab.", "Hey, stop the music.", "Hey Stilton lovers.", "Hi, I'm Gabriela.",
+    "Hey Adela, nice hat.", "Hey Tabitha, hurry up.", "Hey Ophelia, sit down.", "Hey, sell me that lamp.",
+    # for "hey jarvis"
+    "Hey Marvis, the kettle's on.", "Hey Jarlath, good to see you.", "Hey Harkness, your turn.",
+    "Hey Carvel, well played.", "Hey Barnes, the office called.", "Hey Chavis, take a seat.",
+    "Hey Jarmo, nice bike.", "Hey Marquis, one sec.", "Hey Garvan, the taxi's waiting.",
+    "Hey Jaffa cakes.", "Hey Travers family.", "Hey Carys, come here.", "Hey Darwin, lunch is ready.",
+]
+V7_SUBJECTS = ["The health minister", "Lighthouse keepers", "A new poll", "Climate scientists", "Dairy farmers",
+               "The ferry company", "The national museum", "Ferry pilots", "The gas board", "Birdwatchers",
+               "The teachers' union", "Allotment holders", "Orchard growers", "The parish council"]
+V7_VERBS = ["are looking into", "protested about", "unveiled plans for", "are split over", "applauded",
+            "turned down", "released a report on", "are concerned about", "were delighted by", "signed off"]
+V7_OBJECTS = ["a new tram line", "rising parking fees", "floods in the valley", "a pay rise for cleaners",
+              "the sale of a football club", "a trial of electric ferries", "rockfalls on the cliff path",
+              "a shortage of bakers", "a food festival on the pier", "a rise in otter numbers",
+              "the reopening of the lido", "a colony of seals on the sandbank", "the cost of bread"]
+V7_TIMES = ["at midnight", "on Monday", "after weeks of delay", "this evening", "during the storm",
+            "over the bank holiday", "for the third year running"]
+
 
 @dataclass(frozen=True)
 class Texts:
@@ -472,7 +538,9 @@ TEXTS = {"v1": Texts(WAKE_FORMS, CHATTER, REQUESTS, OPENERS, LOOKALIKES, SUBJECT
          "v5": Texts(V5_WAKE_FORMS, V5_CHATTER, V5_REQUESTS, V5_OPENERS, V5_LOOKALIKES, V5_SUBJECTS, V5_VERBS,
                      V5_OBJECTS, V5_TIMES),
          "v6": Texts(V6_WAKE_FORMS, V6_CHATTER, V6_REQUESTS, V6_OPENERS, V6_LOOKALIKES, V6_SUBJECTS, V6_VERBS,
-                     V6_OBJECTS, V6_TIMES)}
+                     V6_OBJECTS, V6_TIMES),
+         "v7": Texts(V7_WAKE_FORMS, V7_CHATTER, V7_REQUESTS, V7_OPENERS, V7_LOOKALIKES, V7_SUBJECTS, V7_VERBS,
+                     V7_OBJECTS, V7_TIMES)}
 
 @dataclass(frozen=True)
 class Voice:
@@ -503,6 +571,16 @@ def voices(which: str) -> list[Voice]:
             for v, f in FESTIVAL_VOICES.get(which, ())]
     out += [Voice(f"piper x{s}", "piper", str(s)) for s in PIPER_SCALES[which]]
     return out + [Voice(f"piper x1.0 played x{f}", "piper", "1.0", f) for f in PIPER_SHIFTS.get(which, ())]
+
+
+def says_the_name(voice: str) -> bool:
+    """Whether espeak-ng's own phonemes for "Hey Stella." in `voice` say the name: two words, no
+    switch to another language's rules and no letter spelt out (a voice without the alphabet's
+    words spells them), the second starting "st" and a vowel and holding the "l" — not "Shayla"
+    (Luxembourgish rules) or a palatal "sht-yella" (Scottish Gaelic's)."""
+    out = subprocess.run(["espeak-ng", "-q", "-x", "-v", voice.split("+")[0], "Hey Stella."],
+                         capture_output=True, text=True, check=True).stdout.split()
+    return len(out) == 2 and "(" not in "".join(out) and bool(re.match(r"s'?t'?[aeiouEIAOUV@&3][^ ;]*l", out[1]))
 
 
 @dataclass

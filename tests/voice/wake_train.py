@@ -5,15 +5,17 @@ once the voices' windows are cached, about 25) writes
 ``sidecar/voice/models/hey_stella.npz`` (`sidecar.voice.wake_net.WakeNet`). Nothing here runs
 in the app or in CI: the file it writes is committed, and a test checks what it hears.
 
-**Voices.** Only voices the wake corpus's *seen* sets used (v1 to v4: English accents with
-espeak-ng variants, English said by eight other languages' voices, piper joe at 15 speeds) and
-English said by thirty-two more espeak-ng languages; never a voice, language, synthesiser or text of
-the held-out set v6 (`tests/voice/test_wake_corpus.py` checks it), nor of v5, the set the decision
-rules were chosen on. A tenth of the voices is kept aside: they choose each network's epoch.
+**Voices.** Only voices the wake corpus's *seen* sets used (v1 to v6: English accents with
+espeak-ng variants, English said by twenty-seven other languages' voices, flite's and Festival's
+voices, piper joe at 21 speeds and played faster or slower) and English said by thirty-two more
+espeak-ng languages; never a voice, language, speed or text of the held-out set v7
+(`tests/voice/test_wake_corpus.py` checks it). A tenth of the voices is kept aside: they choose
+each network's epoch.
 
 **What it learns.** Every voice says "Hey Stella" (alone, or with a request after it, in the
 seen sets' words) among sentences that are not a wake word: chatter, requests, news and
-look-alikes ("Hey Della", "Hey Stellan", "Please tell us", "I told Stella"). Each voice's
+look-alikes ("Hey Della", "Hey Stellan", "Please tell us", "I told Stella"; and since v6 had been
+read, the look-alikes that still woke her there: "Hey Shelby", "Hey Mirella", "Hey, spell that again"). Each voice's
 speech goes through the same streaming front end as the microphone's (80 ms at a time), once
 clean and once over a music, babble or noise bed at 0-20 dB SNR. A window of 16 embeddings
 (1.28 s) ending just after the name is a positive; windows in other speech, silence and beds are
@@ -47,12 +49,13 @@ from tests.voice.wake_corpus import SNR_DB, TEXTS, Voice, bed, rms  # noqa: E402
 
 OUT = REPO / "sidecar" / "voice" / "models" / "hey_stella.npz"
 OTHERS = OUT.with_name("hey_stella_others.npz")  # personal enrolment's negatives (`others_bank`)
-CACHE = wake_corpus.ROOT / "train2"
-# English said by espeak-ng voices of languages the seen sets did not have (none is in v5 or v6).
+CACHE = wake_corpus.ROOT / "train3"
+# English said by espeak-ng voices of languages the seen sets did not have (none is in v7).
 EXTRA_LANGUAGES = ("ca", "hr", "id", "vi", "sw", "af", "lv", "et", "ms", "eu", "is", "lt", "sq", "cy", "ga", "eo",
                    "la", "io", "haw", "pap", "qu", "tk", "uz", "ku", "tn", "gn", "lfn", "kl", "om", "ltg", "smj", "py")
 CLASSIC = ("", "+f1", "+f2", "+f3", "+f4", "+f5", "+m1", "+m2", "+m3", "+m4", "+m5", "+m6", "+m7", "+m8")
-SEEN = ("tuning", "seen", "seen2", "seen3", "seen4")
+SEEN = ("tuning", "seen", "seen2", "seen3", "seen4", "seen5", "seen6")
+SEEN_TEXTS = ("v1", "v2", "v3", "v4", "v5", "v6")
 POSITIVE = (-0.05, 0.35)  # a window ending this close to the name's end (s) is a positive
 LEFT_OUT = 2.2  # ... and windows from the phrase's start to this long after its end (what a window hears) left out
 SEEDS = (7, 11, 13)  # one network each, averaged (`ensemble`): one alone varies from seed to seed on new voices
@@ -73,7 +76,7 @@ class Piece:
     name_end: float | None  # seconds into the piece where "Hey Stella" ends (None: not a wake word)
 
 
-# "Hey <name>" for names that are not hers: the look-alikes the model must refuse (none of v5's).
+# "Hey <name>" for names that are not hers: the look-alikes the model must refuse (none of v7's).
 OTHER_NAMES = (
     "Bella", "Della", "Ella", "Nella", "Sheila", "Stacy", "Stan", "Stanley", "Steve", "Stephen", "Stuart", "Sarah",
     "Shelly", "Kelly", "Celia", "Estelle", "Fella", "Tessa", "Selma", "Zelda", "Stellan", "Stephanie", "Ellie",
@@ -92,7 +95,9 @@ OTHER_NAMES = (
 )
 OTHER_HEYS = ("Hey, tell me more.", "Hey, sell it.", "Hey, still here?", "Hey, stay there.", "Hey, settle down.",
               "Hey, steady on.", "Hey, stop that.", "Hey, step back.", "Hey, tell them.", "Hey, hello.", "Hey there.",
-              "Hey, tell a story.", "Hey, stellar job.", "Hey, stealing is bad.", "Hey, the cellar.", "Hey, stencil.")
+              "Hey, tell a story.", "Hey, stellar job.", "Hey, stealing is bad.", "Hey, the cellar.", "Hey, stencil.",
+              "Hey, spell it out.", "Hey, still awake?", "Hey, smell that.", "Hey, sell the car.", "Hey, spill it.",
+              "Hi, I'm Sheila.", "Hi, I'm Della.", "Hi, it's Bella.", "Hey, stand still.", "Hey, spelling bee!")
 
 
 # The nearest look-alikes (one sound from "Stella"), said far more often in a second set of tracks:
@@ -100,7 +105,10 @@ OTHER_HEYS = ("Hey, tell me more.", "Hey, sell it.", "Hey, still here?", "Hey, s
 CLOSE_NAMES = ("Della", "Bella", "Ella", "Nella", "Fella", "Teller", "Estelle", "Stellan", "Tella", "Sella", "Kella",
                "Shella", "Celia", "Sheila", "Selma", "Stelios", "Stelmach", "Esther", "Stanley", "Stacy", "Zella",
                "Stela's cousin", "Kayla", "Sarah", "Stephen", "Steve", "Helen", "Ellie", "Delia", "Tessa", "Fenella",
-               "Gisela", "Estela", "Stellan Skarsgard", "Pella", "Vella", "Mela", "Lela", "Stefa", "Sta")
+               "Gisela", "Estela", "Stellan Skarsgard", "Pella", "Vella", "Mela", "Lela", "Stefa", "Sta",
+               # v5's and v6's look-alikes that still woke her (once seen): names ending "-ella", "-illa", "-elby"
+               "Shelby", "Mirella", "Cinderella", "Drusilla", "Sheldon", "Priscilla", "Stellmacher", "Donatella",
+               "Antonella", "Graciela", "Sybella", "Camilla", "Stacia", "Shelley", "Spella", "Stillman", "Estrella")
 
 
 def docstring_sentences() -> list[str]:
@@ -126,7 +134,7 @@ def docstring_sentences() -> list[str]:
 
 def pieces(voice: Voice, rng: random.Random, piper: Piper, prose: list[str]) -> list[Piece]:
     """One track's worth: 8 wake utterances, 5 other sentences and 5 look-alikes, shuffled."""
-    texts = [TEXTS[f] for f in ("v1", "v2", "v3", "v4")]
+    texts = [TEXTS[f] for f in SEEN_TEXTS]
     out = []
     for _ in range(8):
         name = voice.say(rng.choice(NAME_FORMS), rng, piper)
@@ -158,7 +166,7 @@ def with_request(audio: np.ndarray, voice: Voice, rng: random.Random, piper: Pip
 
 def close_pieces(voice: Voice, rng: random.Random, piper: Piper) -> list[Piece]:
     """A close look-alike track's worth: 10 of `CLOSE_NAMES` and 3 wake utterances, shuffled."""
-    texts = [TEXTS[f] for f in ("v1", "v2", "v3", "v4")]
+    texts = [TEXTS[f] for f in SEEN_TEXTS]
     out = [Piece(with_request(voice.say(f"Hey {rng.choice(CLOSE_NAMES)}{rng.choice('.,!?')}", rng, piper), voice,
                               rng, piper, texts), None) for _ in range(10)]
     for _ in range(3):
@@ -183,7 +191,7 @@ def track(voice: Voice, rng: random.Random, piper: Piper, noisy: bool,
     if noisy:
         speech = np.concatenate([p for p in parts if rms(p) > 0])
         level = rms(speech) / 10 ** (rng.uniform(0, 20) / 20)
-        chatter = [x for t in TEXTS.values() for x in t.chatter]
+        chatter = [x for f in SEEN_TEXTS for x in TEXTS[f].chatter]
         background = bed(rng.choice(["music", "babble", "noise"]), len(audio) / RATE + 0.1, rng,
                          lambda: voice.say(rng.choice(chatter), rng, piper) * 0.5)
         audio = audio + background[:len(audio)] * level
@@ -410,7 +418,7 @@ def utterance_scores(net: WakeNet, voices: list[Voice], seed: str = "aside") -> 
     piper, prose = Piper(), docstring_sentences()
     out: dict[str, list[float]] = {"wake": [], "noisy wake": [], "look-alike": [], "close look-alike": [],
                                    "other": []}
-    texts = [TEXTS[f] for f in ("v1", "v2", "v3", "v4")]
+    texts = [TEXTS[f] for f in SEEN_TEXTS]
     for voice in voices:
         rng = random.Random(f"{seed}-{voice.id}")
         said = [("wake", with_request(voice.say(rng.choice(NAME_FORMS), rng, piper), voice, rng, piper, texts))
