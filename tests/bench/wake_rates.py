@@ -494,6 +494,7 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
         lines.append(f"| {engine.label} | {len(c.missed)}/{c.wake_total} = {c.fr:.1%} | "
                      f"{len(n.missed)}/{n.wake_total} = {n.fr:.1%} | {len(c.false)} | {c.fa_per_h:.2f} | "
                      f"{c.ordinary_fa_per_h:.2f} | {c.lookalikes_taken}/{c.lookalikes} | {cpu:.0f} |")
+    c = results[0][1]["clean"]  # the same other speech for every engine
     lines += ["", "Ordinary speech: the conversations, TV scenes and requests "
               f"({(c.other_s - c.lookalike_s) / 60:.1f} min); the look-alike scenes ({c.lookalike_s / 60:.1f} min) "
               "are greetings to other names chosen to sound like hers, counted apart."]

@@ -379,7 +379,7 @@ V5_CHATTER = [
 ]
 V5_REQUESTS = [
     "how many miles is a marathon", "what colour is a ruby", "who discovered penicillin",
-    "how long should I boil rice", "what is the smallest country", "why do owls hoot at night",
+    "how long should I boil rice", "what is the smallest country", "why do onions make you cry",
     "how many players are in a rugby team", "what year did the war end", "where do kangaroos live",
     "how do magnets work", "what is the speed of light", "which planet has rings",
 ]

@@ -56,7 +56,7 @@ EXTRA_LANGUAGES = ("ca", "hr", "id", "vi", "sw", "af", "lv", "et", "ms", "eu", "
                    "la", "io", "haw", "pap", "qu", "tk", "uz", "ku", "tn", "gn", "lfn", "kl", "om", "ltg", "smj", "py")
 CLASSIC = ("", "+f1", "+f2", "+f3", "+f4", "+f5", "+m1", "+m2", "+m3", "+m4", "+m5", "+m6", "+m7", "+m8")
 SEEN = ("tuning", "seen", "seen2", "seen3", "seen4", "seen5", "seen6")
-SEEN_TEXTS = ("v1", "v2", "v3", "v4", "v5", "v6")
+SEEN_TEXTS = tuple(dict.fromkeys(wake_corpus.FOLDER[s] for s in SEEN))  # their words: folders v1 to v6
 POSITIVE = (-0.05, 0.35)  # a window ending this close to the name's end (s) is a positive
 LEFT_OUT = 2.2  # ... and windows from the phrase's start to this long after its end (what a window hears) left out
 SEEDS = (7, 11, 13)  # one network each, averaged (`ensemble`): one alone varies from seed to seed on new voices
