@@ -51,7 +51,7 @@ from sidecar.voice.asr import Transcribes  # noqa: E402
 from sidecar.voice.capture import FileSource  # noqa: E402
 from sidecar.voice.turn_taking import TurnTaker, WakeGate  # noqa: E402
 from sidecar.voice.wake import MicroWakeModel, NameMatch, NameMatcher, WakeModel, words  # noqa: E402
-from sidecar.voice.wake_confirm import WakeCandidateFrame  # noqa: E402
+from sidecar.voice.wake_confirm import SLACK_S, WakeCandidateFrame  # noqa: E402
 from sidecar.voice.wake_nbest import NameHypotheses, NameOdds  # noqa: E402
 from sidecar.voice_loop import LoadedModels, listening, name_hypotheses  # noqa: E402
 from tests.voice import wake_corpus  # noqa: E402
@@ -182,6 +182,7 @@ class Wakes(Processor):
         super().__init__()
         self.wakes: list[float] = []
         self.candidates: list[float] = []
+        self.scored: list[tuple[float, float]] = []  # every candidate: (t, score)
         self.heard: list[tuple[float, float, str]] = []  # (start, end, transcript)
         self.scores: dict[float, float] = {}  # utterance start -> the acoustic model's best score in it
 
@@ -202,6 +203,7 @@ class Tap(Processor):
     async def process(self, frame: Frame, direction: Direction) -> None:
         if isinstance(frame, WakeCandidateFrame):
             self.into.candidates.append(frame.t)
+            self.into.scored.append((frame.t, frame.score))
         elif isinstance(frame, TranscriptFrame):
             self.into.heard.append((frame.utterance.start, frame.utterance.end, frame.text))
             if frame.utterance.wake_score is not None:
@@ -314,10 +316,29 @@ def loser(matcher: NameMatcher, triggered: bool, heard: list[Heard]) -> str:
     return "matcher" if any(matcher.is_name(w, b) for w, b in zip(said, ["", *said], strict=False)) else "whisper"
 
 
+def dumped(seen: Wakes, stream: Stream, condition: str, matcher: NameMatcher) -> list[dict]:
+    """One record per transcribed utterance: what whisper wrote, the model's best score in it and
+    how long after the utterance's start it came, whether she woke, and the span it fell in."""
+    out = []
+    for start, end, text in seen.heard:
+        inside_ = [(score, t) for t, score in seen.scored if start - SLACK_S <= t <= end + SLACK_S]
+        score, at = max(inside_, default=(0.0, start))
+        span = inside(end, stream.spans) or inside(start, stream.spans)
+        out.append({"stream": stream.name, "condition": condition, "start": start, "end": end, "text": text,
+                    "named": matcher.match(text) is not None, "score": score, "after_start": round(at - start, 3),
+                    "woke": any(start <= t <= end + 0.05 for t in seen.wakes),
+                    "said": span and span.text, "scene": span and span.scene, "voice": span and span.voice})
+    return out
+
+
+DUMP: list[dict] = []  # filled when --dump is given
+
+
 def run_wakes(engines: LoadedModels, engine: Engine, stream: Stream, condition: str, tally: Tally) -> None:
     matcher = matcher_of(engine.config)
     counting_ranks(engines, matcher, tally.hit_ranks, tally.hit_odds)
     seen, _ = front_end(engines, engine.config, stream.wav(condition))
+    DUMP.extend(dumped(seen, stream, condition, matcher))
     hits = {id(s): t for t in seen.wakes if (s := inside(t, stream.spans))}
     triggered = {id(s) for t in seen.candidates if (s := inside(t, stream.spans))}
     two_stage = engine.config.wake_engine == "two_stage"
@@ -339,6 +360,7 @@ def run_other(engines: LoadedModels, engine: Engine, streams: list[Stream], tall
     counting_ranks(engines, matcher, tally.false_ranks, tally.false_odds)
     for stream in streams:
         seen, _ = front_end(engines, engine.config, stream.wav("clean"))
+        DUMP.extend(dumped(seen, stream, "other", matcher))
         tally.other_s += stream.speech_s
         lookalikes = [s for s in stream.spans if s.scene == "lookalikes"]
         tally.lookalike_s += sum(s.end - s.start for s in lookalikes)
@@ -387,6 +409,7 @@ def main() -> None:
     parser.add_argument("--name-floor", default=default_floor(),
                         help="the unprompted odds a name whisper wrote needs (\"off\": every name is taken, the app's "
                              "default; the odds are reported either way)")
+    parser.add_argument("--dump", type=Path, help="write one JSON record per transcribed utterance here")
     args = parser.parse_args()
     began, load_before = time.monotonic(), os.getloadavg()
     corpus = wake_corpus.load((args.set,))
@@ -427,6 +450,8 @@ def main() -> None:
               f"idle CPU {cpu:.0f} ms/s", flush=True)
         results.append((engine, tallies, cpu))
     print(f"whisper calls {memo.calls}, memoised {memo.hits}")
+    if args.dump:
+        args.dump.write_text("\n".join(json.dumps(r) for r in DUMP) + "\n")
     text = report(args, corpus, results, load_before, os.getloadavg(), time.monotonic() - began)
     print(text)
     if args.set == "heldout" and not args.other_files and not args.wakes_only:

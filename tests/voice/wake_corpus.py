@@ -4,7 +4,7 @@ Run on its own to (re)build it: ``.venv/bin/python tests/voice/wake_corpus.py``;
 (tests/bench/wake_rates.py) builds it on first use. Files go to
 ``~/.cache/stella/bench/wake/<folder>/`` (override the root with ``STELLA_WAKE_CORPUS``).
 
-Eight sets, of disjoint voices: **tuning** and **seen** (folder v1: thresholds and matcher
+Nine sets, of disjoint voices: **tuning** and **seen** (folder v1: thresholds and matcher
 rules were chosen on them — "seen" was the first held-out set, and once its misses had been
 read it was no longer held out), **seen2** (folder v2, the second held-out set, seen in turn
 once the n-best rules and the noisy model were chosen on it), **seen3** (folder v3, the third,
@@ -13,12 +13,13 @@ with new espeak-ng variants and English said by eight other languages' voices), 
 v5, the fifth: ten more languages and flite's five voices; seen once the first "hey stella" model's
 false accepts had been read, then the decision rules were chosen on it), **seen6** (folder v6, the
 sixth: nine more languages, Festival's voices and piper joe played faster or slower; its false
-accepts chose the look-alikes the second model was trained against) and **heldout** (folder v7:
-voices, languages, texts and noise seeds never used for tuning or for training the "hey stella"
-model, tests/voice/wake_train.py — English said by espeak-ng voices of ten more languages, each
-checked to say the name by its own phonemes (`says_the_name`), and piper joe at new speeds and
-played faster or slower by new factors; reported, never tuned on; an hour of ordinary speech
-besides its look-alike scenes). From v3 on, half the look-alike scenes are said over noise beds. Each set has
+accepts chose the look-alikes the second model was trained against), **seen7** (folder v7, the
+seventh: ten more languages, each checked to say the name by its own phonemes (`says_the_name`);
+seen once its false accepts had been read) and **heldout** (folder v8: voices, languages, texts and
+noise seeds never used for tuning or for training the "hey stella" model, tests/voice/wake_train.py —
+English said by espeak-ng voices of ten more languages, three of them tonal, and piper joe at new
+speeds and played faster or slower by new factors; reported, never tuned on; an hour of ordinary
+speech besides its look-alike scenes). From v3 on, half the look-alike scenes are said over noise beds. Each set has
 
 * wake utterances ("Hey Stella, ..." for every engine now; "Hey Jarvis, ..." for the published
   hey_jarvis model the acoustic engines used before ours), each voice saying several forms at random
@@ -62,15 +63,15 @@ SNR_DB = 10
 WAKE_GAP_S = 2.5  # between wake utterances: longer than the hang-over and the trigger's refractory time
 FILE_S = 300.0  # the other speech is cut into streams of about this length
 
-SETS = ("tuning", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "heldout")
+SETS = ("tuning", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "seen7", "heldout")
 # Where each set lives: its folder under ROOT, and its name in that folder's index and files
 # (the "seen" set was generated as v1's "heldout"; regenerated, it is the same audio).
-# (and "seen2" as v2's "heldout", "seen3" as v3's, ... "seen6" as v6's).
+# (and "seen2" as v2's "heldout", "seen3" as v3's, ... "seen7" as v7's).
 FOLDER = {"tuning": "v1", "seen": "v1", "seen2": "v2", "seen3": "v3", "seen4": "v4", "seen5": "v5", "seen6": "v6",
-          "heldout": "v7"}
+          "seen7": "v7", "heldout": "v8"}
 KEY = {"tuning": "tuning", **{s: "heldout" for s in SETS[1:]}}
-# speech (not gaps) in the other speech; v7's has an hour without its look-alike scenes (a sixth of it)
-TARGET_S = {"tuning": 15 * 60, **{s: 62 * 60 for s in SETS[1:]}, "heldout": 74 * 60}
+# speech (not gaps) in the other speech; v7's and v8's have an hour without their look-alike scenes (a sixth of it)
+TARGET_S = {"tuning": 15 * 60, **{s: 62 * 60 for s in SETS[1:]}, "seen7": 74 * 60, "heldout": 74 * 60}
 # espeak-ng voices: (accent, variant) pairs. v2's variants were used in no earlier set.
 _V1_BASES = {"tuning": ("en-us", "en-gb", "en-gb-x-rp", "en-gb-x-gbclan"),
              "seen": ("en-gb-scotland", "en-029", "en-us-nyc", "en-gb-x-gbcwmd")}
@@ -123,11 +124,19 @@ _V7_VARIANTS = {"sr": ("+f2", "+m3", "+m7"), "pt-br": ("+f5", "+m2", "+m8"), "fa
                 "ug": ("+f3", "+m5", "+m1"), "nci": ("+f4", "+m6", "+m3"), "grc": ("+f2", "+m1", "+m5"),
                 "jbo": ("+f5", "+m7", "+m4"), "qya": ("+f1", "+m8", "+m2"), "sjn": ("+f3", "+m3", "+m6"),
                 "piqd": ("+f4", "+m2", "+m7")}
+# v8: English said by espeak-ng voices of ten languages no earlier set and no training voice had: three
+# tonal ones (Mandarin, Cantonese and Hakka rules put their tones on the English words) and seven of other
+# scripts, whose voices switch to English rules for these words (`says_the_name` checks each).
+_V8_VARIANTS = {"cmn": ("+f3", "+m4", "+m8"), "yue": ("+f1", "+m2", "+m6"), "hak": ("+f5", "+m3", "+m7"),
+                "ru": ("+f4", "+m1", "+m5"), "el": ("+f2", "+m6", "+m8"), "ka": ("+f3", "+m2", "+m4"),
+                "ar": ("+f1", "+m7", "+m3"), "ko": ("+f5", "+m5", "+m1"), "ta": ("+f2", "+m4", "+m6"),
+                "bg": ("+f4", "+m8", "+m2")}
 FLITE_VOICES = {"seen5": ("awb", "rms", "slt", "kal16", "kal")}
 # (voice, shift): Festival voices, some played faster or slower (`speech.shifted`)
 FESTIVAL_VOICES = {"seen6": (("ked_diphone", 1.0), ("ked_diphone", 1.12), ("cmu_us_slt_arctic_hts", 1.0),
                              ("cmu_us_slt_arctic_hts", 0.9))}
-PIPER_SHIFTS = {"seen6": (0.88, 1.14), "heldout": (0.93, 1.2)}  # piper joe at length scale 1, played this much faster
+# piper joe at length scale 1, played this much faster
+PIPER_SHIFTS = {"seen6": (0.88, 1.14), "seen7": (0.93, 1.2), "heldout": (0.92, 1.17)}
 ESPEAK_VOICES = {
     **{s: tuple(b + v for b in _V1_BASES[s] for v in _V1_VARIANTS[s]) for s in _V1_BASES},
     "seen2": tuple(b + v for b, vs in _V2_VARIANTS.items() for v in vs),
@@ -135,17 +144,18 @@ ESPEAK_VOICES = {
     "seen4": tuple(b + v for b, vs in _V4_VARIANTS.items() for v in vs),
     "seen5": tuple(b + v for b, vs in _V5_VARIANTS.items() for v in vs),
     "seen6": tuple(b + v for b, vs in _V6_VARIANTS.items() for v in vs),
-    "heldout": tuple(b + v for b, vs in _V7_VARIANTS.items() for v in vs),
+    "seen7": tuple(b + v for b, vs in _V7_VARIANTS.items() for v in vs),
+    "heldout": tuple(b + v for b, vs in _V8_VARIANTS.items() for v in vs),
 }
 # piper joe is the one piper speaker: every set has it, at speeds of its own
 PIPER_SCALES = {"tuning": (0.85, 1.0, 1.2), "seen": (0.92, 1.1, 1.3), "seen2": (0.8, 1.05, 1.4),
                 "seen3": (0.88, 1.15, 1.35), "seen4": (0.9, 1.12, 1.25), "seen5": (0.83, 0.97, 1.45),
-                "seen6": (0.94, 1.18, 1.6), "heldout": (0.87, 1.08, 1.5)}
+                "seen6": (0.94, 1.18, 1.6), "seen7": (0.87, 1.08, 1.5), "heldout": (0.86, 1.03, 1.55)}
 WAKES_PER_VOICE = {"tuning": 4, **{s: 6 for s in SETS[1:]}}
-# Seeds are strings: v2's to v7's carry a prefix, so none of their noise or choices repeats another's.
-SALT = {"v1": "", **{f"v{i}": f"v{i}-" for i in range(2, 8)}}
+# Seeds are strings: v2's to v8's carry a prefix, so none of their noise or choices repeats another's.
+SALT = {"v1": "", **{f"v{i}": f"v{i}-" for i in range(2, 9)}}
 # folders whose look-alike scenes are said over a noise bed half the time
-NOISY_LOOKALIKES = {"v3", "v4", "v5", "v6", "v7"}
+NOISY_LOOKALIKES = {"v3", "v4", "v5", "v6", "v7", "v8"}
 
 NAMES = {"phrase": "Stella", "acoustic": "Jarvis"}
 WAKE_FORMS = ["Hey {n}.", "Hey {n}", "Hey {n}, what time is it?", "Hey {n}, turn on the lights.",
@@ -512,6 +522,56 @@ V7_OBJECTS = ["a new tram line", "rising parking fees", "floods in the valley", 
 V7_TIMES = ["at midnight", "on Monday", "after weeks of delay", "this evening", "during the storm",
             "over the bank holiday", "for the third year running"]
 
+V8_WAKE_FORMS = ["Hey {n}, how busy are the roads?", "Hey {n}, lights off please.", "Hey {n}, is the oven on?",
+                 "Hey {n}, start a ten minute timer.", "Hey {n}, what's on telly tonight?", "Hey {n}, play something calm.",
+                 "Hey {n}, is it windy out?", "Hey {n}, ring my mum.", "Hey {n}, how do you spell necessary?",
+                 "Hey {n}, remind me at noon.", "Hey {n}, next track.", "Hey {n}, are my glasses upstairs?"]
+V8_CHATTER = [
+    "The bin men come on Wednesdays.", "Our shower head is full of limescale.", "I joined a choir last winter.",
+    "The bakery sold out of rolls.", "My aunt moved into a flat by the canal.", "We need new tyres for the van.",
+    "The escalator at the station is closed.", "He mowed the lawn in stripes.", "The car boot sale was rained off.",
+    "I keep losing the spare key.", "The dog dug up the tulips.", "Their attic is full of old records.",
+    "The microwave beeps far too loudly.", "We counted shooting stars on the roof.", "The post office opens late.",
+    "I spilt tea on the sofa.", "The leisure centre lost power on Sunday.", "She found a coin on the beach.",
+    "The blinds won't go all the way down.", "We should phone the electrician.", "The radiator in the hall is cold.",
+    "My colleague Stella Price is on holiday.", "We drove down Jarvis Street for the parade.",
+    "The doorbell needs a battery.",
+    "This soup needs more salt.", "The train was packed this morning.", "A robin nests in the ivy.",
+    "I forgot my umbrella at the dentist.", "We made pancakes for breakfast.", "The kitten climbed the curtains.",
+]
+V8_REQUESTS = [
+    "how deep is the Dead Sea", "who painted the first cave pictures", "how many teeth does a shark have",
+    "what is the tallest mountain in Africa", "how do you say thank you in Greek", "why do dogs wag their tails",
+    "when was the telescope invented", "what is the capital of Kenya", "how long can a hummingbird hover",
+    "what do koalas eat", "how far away is Saturn", "which ocean is the saltiest",
+]
+V8_OPENERS = ["I never found out", "Settle this for me:", "Could you check", "My niece wants to know",
+              "Someone on the radio said", "Tell me again:", "Any clue", "I was arguing with my flatmate about"]
+V8_LOOKALIKES = [
+    # for "hey stella"
+    "Hey Isabella, the taxi's here.", "Hey Marcella, your coat.", "Hey Estelle, over there.",
+    "Hey Salsa dancers.", "Hey Belinda, nice shot.", "Hey Cheryl, the kettle's boiled.",
+    "Hey Stanislav, hello.", "Hey Gabriella, quick question.", "Hey Donatella, the lights.",
+    "Hey, settle down.", "Hey, stay there.", "Hey Nutella lovers.", "Hi, I'm Pamela.",
+    "Hey Angela, lovely dress.", "Hey Tamsin, hang on.", "Hey Amelia, take a seat.", "Hey, spell it for me.",
+    # for "hey jarvis"
+    "Hey Mavis, the post came.", "Hey Jarrod, good game.", "Hey Harvey, your round.",
+    "Hey Marvin, well done.", "Hey Barbara, your phone's ringing.", "Hey Travis, sit down.",
+    "Hey Janis, nice shoes.", "Hey Marcus, hold on.", "Hey Carlos, the bus is late.",
+    "Hey Java developers.", "Hey Davies family.", "Hey Karis, come in.", "Hey Darcy, tea's ready.",
+]
+V8_SUBJECTS = ["The education secretary", "Cave rescuers", "A recent survey", "Lollipop ladies", "Sheep farmers",
+               "The bus company", "The city library", "Canal boat owners", "The water board", "Bat watchers",
+               "The nurses' union", "Community gardeners", "Cider makers", "The town council"]
+V8_VERBS = ["are reviewing", "complained bitterly about", "revealed plans for", "are divided over", "cheered",
+            "rejected", "published a study of", "are worried by", "were thrilled with", "approved"]
+V8_OBJECTS = ["a new cycle bridge", "higher bus fares", "snow on the high roads", "a bonus for porters",
+              "the sale of a rugby club", "a trial of driverless shuttles", "landslips on the coast road",
+              "a shortage of plumbers", "a craft fair in the square", "a rise in puffin numbers",
+              "the reopening of the bandstand", "a pod of orcas off the headland", "the price of milk"]
+V8_TIMES = ["at dawn", "on Saturday", "after a year of planning", "this morning", "during the heatwave",
+            "over the half term", "for the fifth year in a row"]
+
 
 @dataclass(frozen=True)
 class Texts:
@@ -540,7 +600,9 @@ TEXTS = {"v1": Texts(WAKE_FORMS, CHATTER, REQUESTS, OPENERS, LOOKALIKES, SUBJECT
          "v6": Texts(V6_WAKE_FORMS, V6_CHATTER, V6_REQUESTS, V6_OPENERS, V6_LOOKALIKES, V6_SUBJECTS, V6_VERBS,
                      V6_OBJECTS, V6_TIMES),
          "v7": Texts(V7_WAKE_FORMS, V7_CHATTER, V7_REQUESTS, V7_OPENERS, V7_LOOKALIKES, V7_SUBJECTS, V7_VERBS,
-                     V7_OBJECTS, V7_TIMES)}
+                     V7_OBJECTS, V7_TIMES),
+         "v8": Texts(V8_WAKE_FORMS, V8_CHATTER, V8_REQUESTS, V8_OPENERS, V8_LOOKALIKES, V8_SUBJECTS, V8_VERBS,
+                     V8_OBJECTS, V8_TIMES)}
 
 @dataclass(frozen=True)
 class Voice:
@@ -574,13 +636,17 @@ def voices(which: str) -> list[Voice]:
 
 
 def says_the_name(voice: str) -> bool:
-    """Whether espeak-ng's own phonemes for "Hey Stella." in `voice` say the name: two words, no
-    switch to another language's rules and no letter spelt out (a voice without the alphabet's
-    words spells them), the second starting "st" and a vowel and holding the "l" — not "Shayla"
-    (Luxembourgish rules) or a palatal "sht-yella" (Scottish Gaelic's)."""
-    out = subprocess.run(["espeak-ng", "-q", "-x", "-v", voice.split("+")[0], "Hey Stella."],
-                         capture_output=True, text=True, check=True).stdout.split()
-    return len(out) == 2 and "(" not in "".join(out) and bool(re.match(r"s'?t'?[aeiouEIAOUV@&3][^ ;]*l", out[1]))
+    """Whether espeak-ng's own phonemes for "Hey Stella." in `voice` say the name: two words (a voice
+    without the alphabet's words spells them letter by letter), read by its own rules or by English
+    ones (a voice of another script switches to them: "(en)h'eI st'El@(ru)"), the second starting
+    "st" and a vowel and holding the "l" — not "Shayla" (Luxembourgish rules) or a palatal "sht-yella"
+    (Scottish Gaelic's)."""
+    language = voice.split("+")[0]
+    out = subprocess.run(["espeak-ng", "-q", "-x", "-v", language, "Hey Stella."],
+                         capture_output=True, text=True, check=True).stdout
+    rules = set(re.findall(r"\(([a-z-]+)\)", out))  # the rules it switched to and back from
+    said = re.sub(r"\([a-z-]+\)", "", out).split()
+    return rules <= {"en", language} and len(said) == 2 and bool(re.match(r"s'?t'?[aeiouEIAOUV@&3][^ ;]*l", said[1]))
 
 
 @dataclass
