@@ -523,8 +523,9 @@ V7_TIMES = ["at midnight", "on Monday", "after weeks of delay", "this evening", 
             "over the bank holiday", "for the third year running"]
 
 V8_WAKE_FORMS = ["Hey {n}, how busy are the roads?", "Hey {n}, lights off please.", "Hey {n}, is the oven on?",
-                 "Hey {n}, start a ten minute timer.", "Hey {n}, what's on telly tonight?", "Hey {n}, play something calm.",
-                 "Hey {n}, is it windy out?", "Hey {n}, ring my mum.", "Hey {n}, how do you spell necessary?",
+                 "Hey {n}, start a ten minute timer.", "Hey {n}, what's on telly tonight?",
+                 "Hey {n}, play something calm.", "Hey {n}, is it windy out?", "Hey {n}, ring my mum.",
+                 "Hey {n}, how do you spell necessary?",
                  "Hey {n}, remind me at noon.", "Hey {n}, next track.", "Hey {n}, are my glasses upstairs?"]
 V8_CHATTER = [
     "The bin men come on Wednesdays.", "Our shower head is full of limescale.", "I joined a choir last winter.",
