@@ -96,6 +96,9 @@ class VoiceConfig:
     wake_acoustic: bool = True
     wake_acoustic_floor: float = 0.5
     wake_acoustic_sure: float = 0.97
+    # Only the model's scores in an utterance's first `wake_acoustic_lead_s` (VAD pre-roll
+    # included) count: the name later in a sentence is a mention, not a wake word.
+    wake_acoustic_lead_s: float = 99.0
     # Once the user has taught her their voice (Settings; sidecar/voice/wake_verifier.py), the
     # verifier's score sorts the voices: from `wake_personal`, a score over the floor wakes her without
     # whisper's reading; under `wake_stranger`, nothing wakes her; between, the rule above (her own
@@ -236,6 +239,9 @@ class VoiceConfig:
             raise ValueError("voice settings 'wake_acoustic_floor' and 'wake_acoustic_sure' are scores from 0 to 1, "
                              f"the floor no higher than sure, got {self.wake_acoustic_floor} and "
                              f"{self.wake_acoustic_sure}")
+        if not self.wake_acoustic_lead_s > 0:
+            raise ValueError("voice setting 'wake_acoustic_lead_s' is how long into an utterance the wake word may "
+                             f"end, in seconds, more than 0, got {self.wake_acoustic_lead_s}")
         if not 0 < self.wake_trigger_threshold < 1:
             raise ValueError("voice setting 'wake_trigger_threshold' must be between 0 and 1, "
                              f"got {self.wake_trigger_threshold}")

@@ -211,7 +211,8 @@ def listening(config: VoiceConfig, loaded: LoadedModels, source: Source, intents
     if config.barge_in:
         processors.append(BargeIn())
     return processors + [
-        WakeGate(config.wake_engine, config.wake_window_s, config.max_utterance_s, acoustic=listener is not None),
+        WakeGate(config.wake_engine, config.wake_window_s, config.max_utterance_s, acoustic=listener is not None,
+                 lead_s=config.wake_acoustic_lead_s),
         ASR(loaded.transcriber, prompt),
         TurnTaker(wake_word, config.wake_window_s, engine=config.wake_engine, intents=intents,
                   hypotheses=loaded.hypotheses if config.wake_nbest > 0 else None, acoustic=opinion),

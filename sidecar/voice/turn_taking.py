@@ -112,10 +112,12 @@ class WakeGate(Processor):
     speech that may hold the name, only the first passes, and the rest once the turn taker has
     heard the name in its words so far (`AddressedFrame`): chatter costs one run, not one a second."""
 
-    def __init__(self, engine: str, window_s: float, max_utterance_s: float = 20.0, *, acoustic: bool = False) -> None:
+    def __init__(self, engine: str, window_s: float, max_utterance_s: float = 20.0, *, acoustic: bool = False,
+                 lead_s: float | None = None) -> None:
         super().__init__()
         self.engine = engine
         self.acoustic = acoustic  # the phrase engine has an acoustic model's candidates too
+        self.lead_s = lead_s  # only candidates this early in an utterance weigh in (wake_confirm)
         self.window = WakeWindow(window_s)
         self.candidates = WakeCandidates(max_utterance_s + 2.0)
         self._interim_of: float | None = None  # the speech (its start) whose first interim passed
@@ -153,9 +155,11 @@ class WakeGate(Processor):
         if utterance.push_to_talk or utterance.barge_in or self.engine == "off":
             return True
         held = self.candidates.held(utterance.start, utterance.end)
+        early = self.candidates.held(utterance.start, utterance.end, self.lead_s)
         if self.engine == "two_stage" and held is not None:
             utterance.verify_wake = True  # the turn taker confirms (or not) with the name
-            utterance.wake_score = held.score
+            utterance.wake_score = early.score if early is not None else 0.0
+            utterance.wake_personal = early.personal if early is not None else None
             if utterance.final:
                 self.candidates.spend(utterance.end)
             return True
@@ -166,8 +170,8 @@ class WakeGate(Processor):
         if self.engine == "phrase":
             utterance.verify_wake = True
             if self.acoustic:  # the acoustic model's opinion goes with it (0: it heard nothing like the name)
-                utterance.wake_score = held.score if held is not None else 0.0
-                utterance.wake_personal = held.personal if held is not None else None
+                utterance.wake_score = early.score if early is not None else 0.0
+                utterance.wake_personal = early.personal if early is not None else None
                 if utterance.final:
                     self.candidates.spend(utterance.end)
             return True

@@ -18,7 +18,9 @@ reading of it, for the two-stage engine and for the phrase engine when a trained
 phrase listens beside whisper ("hey stella": sidecar/voice/wake_net.py): under `floor` a name
 whisper wrote is a look-alike ("Hey Della" written "Hey Stella." because the prompt spells the
 name); at `sure` or over, the model alone wakes her, whatever whisper wrote (an accent whisper
-turns into "Thank you for watching.").
+turns into "Thank you for watching."). Only the scores in an utterance's first `lead_s` count: a
+wake word opens what the user says, so the name later in a sentence ("a film with Stella Morris
+in it") is a mention, however sure the model is of it.
 """
 
 from __future__ import annotations
@@ -104,10 +106,12 @@ class WakeCandidates:
     def trigger(self, t: float, score: float, personal: float | None = None) -> None:
         self._open.append(Candidate(t, score, personal))
 
-    def held(self, start: float, end: float) -> Candidate | None:
-        """The best open candidate inside the utterance [start, end] (left open: the final
-        utterance frame follows the early one with the same span)."""
-        inside = [c for c in self._open if start - SLACK_S <= c.t <= end + SLACK_S]
+    def held(self, start: float, end: float, lead_s: float | None = None) -> Candidate | None:
+        """The best open candidate inside the utterance [start, end] — with `lead_s`, in its first
+        `lead_s` seconds only — left open (the final utterance frame follows the early one with the
+        same span)."""
+        last = end + SLACK_S if lead_s is None else min(end + SLACK_S, start + lead_s)
+        inside = [c for c in self._open if start - SLACK_S <= c.t <= last]
         if not inside:
             return None
         best = max(inside, key=lambda c: c.score)

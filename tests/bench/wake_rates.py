@@ -48,6 +48,7 @@ from sidecar.config import VoiceConfig  # noqa: E402
 from sidecar.frames import Frame, TranscriptFrame, WakeFrame  # noqa: E402
 from sidecar.pipeline import Direction, Pipeline, Processor  # noqa: E402
 from sidecar.voice.asr import Transcribes  # noqa: E402
+from sidecar.voice.audio import snr_db  # noqa: E402
 from sidecar.voice.capture import FileSource  # noqa: E402
 from sidecar.voice.turn_taking import TurnTaker, WakeGate  # noqa: E402
 from sidecar.voice.wake import MicroWakeModel, NameMatch, NameMatcher, WakeModel, words  # noqa: E402
@@ -69,19 +70,21 @@ class Engine:
     describe: str
 
 
-def engines_to_run(trigger: float, baseline: bool, asr: str, floor: float, sure: float) -> list[Engine]:
+def engines_to_run(trigger: float, baseline: bool, asr: str, floor: float, sure: float, lead: float) -> list[Engine]:
     """Every engine listens for "hey stella": the acoustic ones with our trained model of it."""
-    ours = dict(asr_engine=asr, wake_model="hey_stella", wake_acoustic_floor=floor, wake_acoustic_sure=sure)
+    ours = dict(asr_engine=asr, wake_model="hey_stella", wake_acoustic_floor=floor, wake_acoustic_sure=sure,
+                wake_acoustic_lead_s=lead)
+    early = f"its scores in the utterance's first {lead} s only"
     out = [
         Engine("phrase", "phrase", VoiceConfig(**ours, wake_engine="phrase", wake_phrase="hey stella"),
                "VAD + whisper (prompted \"Hey Stella.\") + name token (first or after lead-ins; one edit or the "
                "same phonetic key) in the transcript or in whisper's 4 best readings of the first 3 s, weighed "
-               f"against the hey_stella model's best score in the utterance: a name whisper wrote counts from {floor}, "
-               f"and the model alone wakes her from {sure}"),
+               f"against the hey_stella model's best score in the utterance ({early}): a name whisper wrote counts "
+               f"from {floor}, and the model alone wakes her from {sure}"),
         Engine("two_stage", "phrase", VoiceConfig(**ours, wake_engine="two_stage", wake_trigger_threshold=trigger),
                f"the hey_stella model at {trigger} opens a candidate + VAD gate + whisper (prompted \"Hey Stella.\") "
                f"confirms the name in its transcript or its 4 best readings of the first 3 s; the model alone wakes "
-               f"her from {sure}"),
+               f"her from {sure} ({early})"),
         Engine("acoustic", "phrase", VoiceConfig(**ours, wake_engine="openwakeword"),
                f"the hey_stella model alone at {VoiceConfig().wake_threshold} (openWakeWord's features, our head), "
                "single stage, no whisper"),
@@ -185,6 +188,7 @@ class Wakes(Processor):
         self.scored: list[tuple[float, float]] = []  # every candidate: (t, score)
         self.heard: list[tuple[float, float, str]] = []  # (start, end, transcript)
         self.scores: dict[float, float] = {}  # utterance start -> the acoustic model's best score in it
+        self.snr: dict[float, float] = {}  # utterance start -> its estimated SNR (dB)
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         if isinstance(frame, WakeFrame):
@@ -206,6 +210,7 @@ class Tap(Processor):
             self.into.scored.append((frame.t, frame.score))
         elif isinstance(frame, TranscriptFrame):
             self.into.heard.append((frame.utterance.start, frame.utterance.end, frame.text))
+            self.into.snr[frame.utterance.start] = round(snr_db(frame.utterance.audio), 1)
             if frame.utterance.wake_score is not None:
                 self.into.scores[frame.utterance.start] = frame.utterance.wake_score
         await self.push(frame, direction)
@@ -326,6 +331,7 @@ def dumped(seen: Wakes, stream: Stream, condition: str, matcher: NameMatcher) ->
         span = inside(end, stream.spans) or inside(start, stream.spans)
         out.append({"stream": stream.name, "condition": condition, "start": start, "end": end, "text": text,
                     "named": matcher.match(text) is not None, "score": score, "after_start": round(at - start, 3),
+                    "candidates": [(round(t - start, 3), c) for c, t in inside_], "snr": seen.snr.get(start),
                     "woke": any(start <= t <= end + 0.05 for t in seen.wakes),
                     "said": span and span.text, "scene": span and span.scene, "voice": span and span.voice})
     return out
@@ -398,6 +404,8 @@ def main() -> None:
                         help="the acoustic score a name whisper wrote needs")
     parser.add_argument("--sure", type=float, default=VoiceConfig().wake_acoustic_sure,
                         help="the acoustic score that wakes her without whisper")
+    parser.add_argument("--lead", type=float, default=VoiceConfig().wake_acoustic_lead_s,
+                        help="how far into an utterance (s) the acoustic model's scores count")
     parser.add_argument("--only", help="run only this engine")
     parser.add_argument("--other-files", type=int, default=0, help="only the first N other-speech streams")
     parser.add_argument("--wakes-only", action="store_true", help="only the wake utterances (no false accepts)")
@@ -428,7 +436,7 @@ def main() -> None:
         base.hypotheses, folder, asr.ct2_model, args.noisy_nbest_model))
     others = corpus.other[args.set][:args.other_files or None]
     results: list[tuple[Engine, dict[str, Tally], float]] = []
-    for engine in engines_to_run(args.trigger, args.baseline, args.asr, args.floor, args.sure):
+    for engine in engines_to_run(args.trigger, args.baseline, args.asr, args.floor, args.sure, args.lead):
         if args.only and engine.label != args.only:
             continue
         print(f"{engine.label}: {engine.describe}", flush=True)

@@ -37,6 +37,15 @@ def test_a_candidate_is_held_by_the_utterance_around_it_until_spent():
     assert c.held(1.5, 2.1) is None
 
 
+def test_with_a_lead_only_the_candidates_early_in_the_utterance_are_held():
+    c = WakeCandidates(max_age_s=10)
+    c.trigger(1.2, 0.6)
+    c.trigger(3.5, 0.99)
+    assert c.held(0.0, 4.0).score == 0.99
+    assert c.held(0.0, 4.0, lead_s=2.0).score == 0.6, "a later, surer score is a mention of the name"
+    assert c.held(2.0, 4.0, lead_s=2.0).score == 0.99 and c.held(4.5, 6.0, lead_s=2.0) is None
+
+
 def test_a_candidate_without_speech_around_it_expires():
     c = WakeCandidates(max_age_s=10)
     c.trigger(5.0, 0.8)
@@ -133,6 +142,19 @@ def test_a_name_the_acoustic_model_is_sure_of_wakes_her_when_whisper_missed_it()
     assert [f for f in out if isinstance(f, ListeningFrame)], "a bare wake word: she shows she is listening"
 
 
+def test_the_name_the_model_is_sure_of_wakes_her_only_where_a_wake_word_may_be():
+    """'We watched a film with Stella Morris in it': the model's sure score comes 2.5 s into the
+    utterance, where the name is a mention; the same score at its start wakes her."""
+    def turns(after_start: float) -> list[Frame]:
+        u = utterance(1, 5)
+        return harness.run([candidate(1 + after_start, 0.99), u, heard(u, "We watched a film, feeling weird."),
+                            EndFrame()],
+                           [WakeGate("phrase", 8, acoustic=True, lead_s=2.0),
+                            TurnTaker("hey stella", 8, acoustic=AcousticOpinion(0.1, 0.9))])
+    assert not [f for f in turns(2.5) if isinstance(f, WakeFrame)]
+    assert [f.t for f in turns(1.1) if isinstance(f, WakeFrame)] == [5]
+
+
 def test_her_name_whisper_heard_nothing_in_still_wakes_her_and_said_again_it_starts_the_question():
     """Whisper may hear nothing in an accent the model is sure of; said again right after (the
     window is open), the utterance is the question, and the wake shows again."""
@@ -206,6 +228,8 @@ def test_two_stage_settings_are_checked_with_clear_errors():
         VoiceConfig(wake_engine="two_stage", wake_trigger="micro", wake_model="hey_rhasspy")
     with pytest.raises(ValueError, match="wake_nbest"):
         VoiceConfig(wake_nbest=-1)
+    with pytest.raises(ValueError, match="'wake_acoustic_lead_s' .* in seconds, more than 0, got 0"):
+        VoiceConfig(wake_acoustic_lead_s=0)
     assert VoiceConfig(wake_engine="two_stage", wake_model="hey_rhasspy").wake_trigger == "openwakeword"
 
 
