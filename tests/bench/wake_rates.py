@@ -2,7 +2,7 @@
 
 Run: ``nice -n 19 .venv/bin/python tests/bench/wake_rates.py`` (held-out set; writes
 ``tests/bench/results/wake-heldout.md``, or ``wake-heldout-<engine>.md`` with ``--only``).
-``--set tuning`` (or ``seen`` to ``seen6``) runs tuning voices instead and writes nothing: thresholds and
+``--set tuning`` (or ``seen`` to ``seen7``) runs tuning voices instead and writes nothing: thresholds and
 matcher rules are chosen there, never on the held-out voices. ``--baseline`` adds the
 single-stage openWakeWord engine (costly: ~140 ms of CPU per second). ``--wakes-only`` skips
 the other speech (a quick look at false rejects).
