@@ -154,14 +154,9 @@ class WakeGate(Processor):
     def _admit(self, utterance: UtteranceFrame) -> bool:
         if utterance.push_to_talk or utterance.barge_in or self.engine == "off":
             return True
-        held = self.candidates.held(utterance.start, utterance.end)
-        early = self.candidates.held(utterance.start, utterance.end, self.lead_s)
-        if self.engine == "two_stage" and held is not None:
+        if self.engine == "two_stage" and self.candidates.held(utterance.start, utterance.end) is not None:
             utterance.verify_wake = True  # the turn taker confirms (or not) with the name
-            utterance.wake_score = early.score if early is not None else 0.0
-            utterance.wake_personal = early.personal if early is not None else None
-            if utterance.final:
-                self.candidates.spend(utterance.end)
+            self._weigh(utterance)
             return True
         if self.window.covers(utterance):
             if self.window.inside(utterance):
@@ -169,13 +164,19 @@ class WakeGate(Processor):
             return True
         if self.engine == "phrase":
             utterance.verify_wake = True
-            if self.acoustic:  # the acoustic model's opinion goes with it (0: it heard nothing like the name)
-                utterance.wake_score = early.score if early is not None else 0.0
-                utterance.wake_personal = early.personal if early is not None else None
-                if utterance.final:
-                    self.candidates.spend(utterance.end)
+            if self.acoustic:  # the phrase engine has the acoustic model's opinion too
+                self._weigh(utterance)
             return True
         return False
+
+    def _weigh(self, utterance: UtteranceFrame) -> None:
+        """The acoustic model's opinion goes with the utterance: its best candidate early enough to be
+        a wake word (0: it heard nothing like the name there); the final frame spends the candidates."""
+        early = self.candidates.held(utterance.start, utterance.end, self.lead_s)
+        utterance.wake_score = early.score if early is not None else 0.0
+        utterance.wake_personal = early.personal if early is not None else None
+        if utterance.final:
+            self.candidates.spend(utterance.end)
 
 
 class TurnTaker(Processor):
