@@ -2,7 +2,7 @@
 
 Run: ``nice -n 19 .venv/bin/python tests/bench/wake_rates.py`` (held-out set; writes
 ``tests/bench/results/wake-heldout.md``, or ``wake-heldout-<engine>.md`` with ``--only``).
-``--set tuning`` (or ``seen`` to ``seen7``) runs tuning voices instead and writes nothing: thresholds and
+``--set tuning`` (or ``seen`` to ``seen8``) runs tuning voices instead and writes nothing: thresholds and
 matcher rules are chosen there, never on the held-out voices. ``--baseline`` adds the
 single-stage openWakeWord engine (costly: ~140 ms of CPU per second). ``--wakes-only`` skips
 the other speech (a quick look at false rejects).
@@ -189,6 +189,7 @@ class Wakes(Processor):
         self.heard: list[tuple[float, float, str]] = []  # (start, end, transcript)
         self.scores: dict[float, float] = {}  # utterance start -> the acoustic model's best score in it
         self.snr: dict[float, float] = {}  # utterance start -> its estimated SNR (dB)
+        self.audio: dict[float, np.ndarray] = {}  # utterance start -> its audio, if the model scored it (--keep-audio)
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         if isinstance(frame, WakeFrame):
@@ -213,6 +214,8 @@ class Tap(Processor):
             self.into.snr[frame.utterance.start] = round(snr_db(frame.utterance.audio), 1)
             if frame.utterance.wake_score is not None:
                 self.into.scores[frame.utterance.start] = frame.utterance.wake_score
+                if KEEP is not None and frame.utterance.wake_score >= KEEP_FROM:
+                    self.into.audio[frame.utterance.start] = frame.utterance.audio
         await self.push(frame, direction)
 
 
@@ -329,15 +332,22 @@ def dumped(seen: Wakes, stream: Stream, condition: str, matcher: NameMatcher) ->
         inside_ = [(score, t) for t, score in seen.scored if start - SLACK_S <= t <= end + SLACK_S]
         score, at = max(inside_, default=(0.0, start))
         span = inside(end, stream.spans) or inside(start, stream.spans)
+        kept = None
+        if KEEP is not None and start in seen.audio:
+            kept = KEEP / f"{stream.name}-{condition}-{start:.3f}.npy"
+            np.save(kept, (np.clip(seen.audio[start], -1, 1) * 32767).astype(np.int16))
         out.append({"stream": stream.name, "condition": condition, "start": start, "end": end, "text": text,
                     "named": matcher.match(text) is not None, "score": score, "after_start": round(at - start, 3),
                     "candidates": [(round(t - start, 3), c) for c, t in inside_], "snr": seen.snr.get(start),
                     "woke": any(start <= t <= end + 0.05 for t in seen.wakes),
-                    "said": span and span.text, "scene": span and span.scene, "voice": span and span.voice})
+                    "said": span and span.text, "scene": span and span.scene, "voice": span and span.voice,
+                    "audio": kept and str(kept)})
     return out
 
 
 DUMP: list[dict] = []  # filled when --dump is given
+KEEP: Path | None = None  # --keep-audio: where the audio of utterances the model scored is saved (int16 .npy)
+KEEP_FROM = 0.3  # ... from this score
 
 
 def run_wakes(engines: LoadedModels, engine: Engine, stream: Stream, condition: str, tally: Tally) -> None:
@@ -418,7 +428,13 @@ def main() -> None:
                         help="the unprompted odds a name whisper wrote needs (\"off\": every name is taken, the app's "
                              "default; the odds are reported either way)")
     parser.add_argument("--dump", type=Path, help="write one JSON record per transcribed utterance here")
+    parser.add_argument("--keep-audio", type=Path,
+                        help=f"save the audio of utterances the model scored {KEEP_FROM} or more here (rules to try)")
     args = parser.parse_args()
+    if args.keep_audio:
+        global KEEP
+        KEEP = args.keep_audio
+        KEEP.mkdir(parents=True, exist_ok=True)
     began, load_before = time.monotonic(), os.getloadavg()
     corpus = wake_corpus.load((args.set,))
     models = Models()

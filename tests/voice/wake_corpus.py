@@ -4,7 +4,7 @@ Run on its own to (re)build it: ``.venv/bin/python tests/voice/wake_corpus.py``;
 (tests/bench/wake_rates.py) builds it on first use. Files go to
 ``~/.cache/stella/bench/wake/<folder>/`` (override the root with ``STELLA_WAKE_CORPUS``).
 
-Nine sets, of disjoint voices: **tuning** and **seen** (folder v1: thresholds and matcher
+Ten sets, of disjoint voices: **tuning** and **seen** (folder v1: thresholds and matcher
 rules were chosen on them — "seen" was the first held-out set, and once its misses had been
 read it was no longer held out), **seen2** (folder v2, the second held-out set, seen in turn
 once the n-best rules and the noisy model were chosen on it), **seen3** (folder v3, the third,
@@ -15,11 +15,13 @@ false accepts had been read, then the decision rules were chosen on it), **seen6
 sixth: nine more languages, Festival's voices and piper joe played faster or slower; its false
 accepts chose the look-alikes the second model was trained against), **seen7** (folder v7, the
 seventh: ten more languages, each checked to say the name by its own phonemes (`says_the_name`);
-seen once its false accepts had been read) and **heldout** (folder v8: voices, languages, texts and
-noise seeds never used for tuning or for training the "hey stella" model, tests/voice/wake_train.py —
-English said by espeak-ng voices of ten more languages, three of them tonal, and piper joe at new
-speeds and played faster or slower by new factors; reported, never tuned on; an hour of ordinary
-speech besides its look-alike scenes). From v3 on, half the look-alike scenes are said over noise beds. Each set has
+seen once its false accepts had been read), **seen8** (folder v8, the eighth: ten more languages, three
+of them tonal; seen once its false accepts had been read, then rules were tried on it) and **heldout**
+(folder v9: voices, languages, texts and noise seeds never used for tuning or for training the "hey
+stella" model, tests/voice/wake_train.py — English said by espeak-ng voices of ten more languages and
+piper joe at new speeds and played faster or slower by new factors; reported, never tuned on; an hour
+of ordinary speech besides its look-alike scenes). From v3 on, half the look-alike scenes are said over
+noise beds. Each set has
 
 * wake utterances ("Hey Stella, ..." for every engine now; "Hey Jarvis, ..." for the published
   hey_jarvis model the acoustic engines used before ours), each voice saying several forms at random
@@ -63,15 +65,15 @@ SNR_DB = 10
 WAKE_GAP_S = 2.5  # between wake utterances: longer than the hang-over and the trigger's refractory time
 FILE_S = 300.0  # the other speech is cut into streams of about this length
 
-SETS = ("tuning", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "seen7", "heldout")
+SETS = ("tuning", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "seen7", "seen8", "heldout")
 # Where each set lives: its folder under ROOT, and its name in that folder's index and files
 # (the "seen" set was generated as v1's "heldout"; regenerated, it is the same audio).
-# (and "seen2" as v2's "heldout", "seen3" as v3's, ... "seen7" as v7's).
+# (and "seen2" as v2's "heldout", "seen3" as v3's, ... "seen8" as v8's).
 FOLDER = {"tuning": "v1", "seen": "v1", "seen2": "v2", "seen3": "v3", "seen4": "v4", "seen5": "v5", "seen6": "v6",
-          "seen7": "v7", "heldout": "v8"}
+          "seen7": "v7", "seen8": "v8", "heldout": "v9"}
 KEY = {"tuning": "tuning", **{s: "heldout" for s in SETS[1:]}}
-# speech (not gaps) in the other speech; v7's and v8's have an hour without their look-alike scenes (a sixth of it)
-TARGET_S = {"tuning": 15 * 60, **{s: 62 * 60 for s in SETS[1:]}, "seen7": 74 * 60, "heldout": 74 * 60}
+# speech (not gaps) in the other speech; v7's to v9's have an hour without their look-alike scenes (a sixth of it)
+TARGET_S = {"tuning": 15 * 60, **{s: 62 * 60 for s in SETS[1:]}, "seen7": 74 * 60, "seen8": 74 * 60, "heldout": 74 * 60}
 # espeak-ng voices: (accent, variant) pairs. v2's variants were used in no earlier set.
 _V1_BASES = {"tuning": ("en-us", "en-gb", "en-gb-x-rp", "en-gb-x-gbclan"),
              "seen": ("en-gb-scotland", "en-029", "en-us-nyc", "en-gb-x-gbcwmd")}
@@ -131,12 +133,18 @@ _V8_VARIANTS = {"cmn": ("+f3", "+m4", "+m8"), "yue": ("+f1", "+m2", "+m6"), "hak
                 "ru": ("+f4", "+m1", "+m5"), "el": ("+f2", "+m6", "+m8"), "ka": ("+f3", "+m2", "+m4"),
                 "ar": ("+f1", "+m7", "+m3"), "ko": ("+f5", "+m5", "+m1"), "ta": ("+f2", "+m4", "+m6"),
                 "bg": ("+f4", "+m8", "+m2")}
+# v9: English said by espeak-ng voices of ten languages no earlier set and no training voice had (two
+# Indic scripts, Thai, Armenian, Cyrillic and Perso-Arabic ones, and Belgian French), each checked by `says_the_name`.
+_V9_VARIANTS = {"uk": ("+f1", "+m6", "+m2"), "mk": ("+f5", "+m4", "+m8"), "hy": ("+f2", "+m3", "+m7"),
+                "th": ("+f4", "+m1", "+m6"), "bn": ("+f3", "+m5", "+m8"), "ur": ("+f2", "+m7", "+m1"),
+                "kk": ("+f1", "+m4", "+m3"), "tt": ("+f5", "+m2", "+m5"), "fr-be": ("+f3", "+m6", "+m4"),
+                "te": ("+f4", "+m8", "+m2")}
 FLITE_VOICES = {"seen5": ("awb", "rms", "slt", "kal16", "kal")}
 # (voice, shift): Festival voices, some played faster or slower (`speech.shifted`)
 FESTIVAL_VOICES = {"seen6": (("ked_diphone", 1.0), ("ked_diphone", 1.12), ("cmu_us_slt_arctic_hts", 1.0),
                              ("cmu_us_slt_arctic_hts", 0.9))}
 # piper joe at length scale 1, played this much faster
-PIPER_SHIFTS = {"seen6": (0.88, 1.14), "seen7": (0.93, 1.2), "heldout": (0.92, 1.17)}
+PIPER_SHIFTS = {"seen6": (0.88, 1.14), "seen7": (0.93, 1.2), "seen8": (0.92, 1.17), "heldout": (0.91, 1.22)}
 ESPEAK_VOICES = {
     **{s: tuple(b + v for b in _V1_BASES[s] for v in _V1_VARIANTS[s]) for s in _V1_BASES},
     "seen2": tuple(b + v for b, vs in _V2_VARIANTS.items() for v in vs),
@@ -145,17 +153,19 @@ ESPEAK_VOICES = {
     "seen5": tuple(b + v for b, vs in _V5_VARIANTS.items() for v in vs),
     "seen6": tuple(b + v for b, vs in _V6_VARIANTS.items() for v in vs),
     "seen7": tuple(b + v for b, vs in _V7_VARIANTS.items() for v in vs),
-    "heldout": tuple(b + v for b, vs in _V8_VARIANTS.items() for v in vs),
+    "seen8": tuple(b + v for b, vs in _V8_VARIANTS.items() for v in vs),
+    "heldout": tuple(b + v for b, vs in _V9_VARIANTS.items() for v in vs),
 }
 # piper joe is the one piper speaker: every set has it, at speeds of its own
 PIPER_SCALES = {"tuning": (0.85, 1.0, 1.2), "seen": (0.92, 1.1, 1.3), "seen2": (0.8, 1.05, 1.4),
                 "seen3": (0.88, 1.15, 1.35), "seen4": (0.9, 1.12, 1.25), "seen5": (0.83, 0.97, 1.45),
-                "seen6": (0.94, 1.18, 1.6), "seen7": (0.87, 1.08, 1.5), "heldout": (0.86, 1.03, 1.55)}
+                "seen6": (0.94, 1.18, 1.6), "seen7": (0.87, 1.08, 1.5), "seen8": (0.86, 1.03, 1.55),
+                "heldout": (0.82, 1.06, 1.38)}
 WAKES_PER_VOICE = {"tuning": 4, **{s: 6 for s in SETS[1:]}}
 # Seeds are strings: v2's to v8's carry a prefix, so none of their noise or choices repeats another's.
-SALT = {"v1": "", **{f"v{i}": f"v{i}-" for i in range(2, 9)}}
+SALT = {"v1": "", **{f"v{i}": f"v{i}-" for i in range(2, 10)}}
 # folders whose look-alike scenes are said over a noise bed half the time
-NOISY_LOOKALIKES = {"v3", "v4", "v5", "v6", "v7", "v8"}
+NOISY_LOOKALIKES = {"v3", "v4", "v5", "v6", "v7", "v8", "v9"}
 
 NAMES = {"phrase": "Stella", "acoustic": "Jarvis"}
 WAKE_FORMS = ["Hey {n}.", "Hey {n}", "Hey {n}, what time is it?", "Hey {n}, turn on the lights.",
@@ -573,6 +583,59 @@ V8_OBJECTS = ["a new cycle bridge", "higher bus fares", "snow on the high roads"
 V8_TIMES = ["at dawn", "on Saturday", "after a year of planning", "this morning", "during the heatwave",
             "over the half term", "for the fifth year in a row"]
 
+V9_WAKE_FORMS = ["Hey {n}, what's the forecast for Sunday?", "Hey {n}, go back a song.",
+                 "Hey {n}, is the door locked?",
+                 "Hey {n}, set a timer for the eggs.", "Hey {n}, how long till sunset?",
+                 "Hey {n}, put on the news.", "Hey {n}, is it going to snow?", "Hey {n}, text my sister.",
+                 "Hey {n}, how many ounces in a pound?",
+                 "Hey {n}, wake me at six.", "Hey {n}, a bit quieter.", "Hey {n}, where did I park?"]
+V9_CHATTER = [
+    "The gutter over the porch is leaking.", "I bought a second-hand bike on Saturday.", "The fridge hums all night.",
+    "My cousin is learning the cello.", "The queue at the chemist went round the corner.", "We ran out of milk again.",
+    "The ferry was cancelled because of fog.", "She painted the shed blue.", "The neighbours built a treehouse.",
+    "I left the charger at work.", "The cat sleeps on the warm laptop.", "Their garage is full of paint tins.",
+    "The smoke alarm chirps when the battery is low.", "We walked the dog along the river.",
+    "The butcher closes early on Mondays.", "I dropped my keys down the drain.", "The library fines went up.",
+    "He fixed the wobbly table with a folded card.", "The hedge needs trimming before the party.",
+    "We should book the plumber for Friday.", "The lift at the car park is broken.",
+    "My friend Stella Grant sent a postcard from Lisbon.", "The band played on Jarvis Road last night.",
+    "The shed roof blew off in the gale.", "This bread has gone stale.", "The bus driver waved at us.",
+    "A fox ran across the garden at midnight.", "I forgot my scarf on the train.", "We had curry for supper.",
+    "The puppy chewed a slipper.",
+]
+V9_REQUESTS = [
+    "how hot is the surface of the sun", "who built the first steam engine", "how many bones are in a giraffe's neck",
+    "what is the longest river in Asia", "how do you say good night in Polish", "why do owls hoot at night",
+    "when were matches invented", "what is the capital of Mongolia", "how fast can a cheetah run",
+    "what do sloths eat", "how far away is Neptune", "which desert is the largest",
+]
+V9_OPENERS = ["I can never remember", "Help me out:", "Could you find out", "My grandson wants to know",
+              "Somebody at work said", "Remind me:", "Have you any idea", "We were debating at dinner"]
+V9_LOOKALIKES = [
+    # for "hey stella"
+    "Hey Arabella, the door's open.", "Hey Priscilla, lunch is ready.", "Hey Stacey, hello.",
+    "Hey Stanley, your turn.", "Hey Sheila, nice hat.", "Hey Stephanie, wait up.",
+    "Hey Estelle, good morning.", "Hey Fenella, the car's here.", "Hey, sell it to me.",
+    "Hey, steady on.", "Hey, stealth mode.", "Hey Cinderella fans.", "Hi, I'm Daniela.",
+    "Hey Ella, catch.", "Hey Stan, hold this.", "Hey Umbrella girl.", "Hey, spill the beans.",
+    # for "hey jarvis"
+    "Hey Purvis, nice catch.", "Hey Jervis, come along.", "Hey Gervase, your bag.",
+    "Hey Marvis, good luck.", "Hey Jarman, the phone.", "Hey Travers, hurry up.",
+    "Hey Janice, the kettle.", "Hey Mavis, thank you.", "Hey Charles, over here.",
+    "Hey Jazz fans.", "Hey Harvest festival.", "Hey Carvis, hello.", "Hey Davis, slow down.",
+]
+V9_SUBJECTS = ["The culture secretary", "Fell runners", "A new study", "School crossing patrols", "Pig farmers",
+               "The tram operator", "The county museum", "Orchard owners", "The sewage works", "Moth counters",
+               "The drivers' union", "Park volunteers", "Cheese makers", "The harbour board"]
+V9_VERBS = ["are examining", "complained loudly about", "set out plans for", "are arguing over", "celebrated",
+            "turned down", "released a report on", "are alarmed by", "were delighted with", "signed off"]
+V9_OBJECTS = ["a new footbridge", "dearer train tickets", "ice on the hill roads", "a pay rise for dockers",
+              "the sale of the football ground", "a trial of hydrogen lorries", "erosion on the cliff path",
+              "a shortage of electricians", "a food market in the square", "a rise in beaver numbers",
+              "the restoration of the pier", "a whale off the point", "the cost of school dinners"]
+V9_TIMES = ["at sunrise", "on Sunday", "after two years of planning", "this evening", "during the cold snap",
+            "over the holidays", "for the third year running"]
+
 
 @dataclass(frozen=True)
 class Texts:
@@ -603,7 +666,9 @@ TEXTS = {"v1": Texts(WAKE_FORMS, CHATTER, REQUESTS, OPENERS, LOOKALIKES, SUBJECT
          "v7": Texts(V7_WAKE_FORMS, V7_CHATTER, V7_REQUESTS, V7_OPENERS, V7_LOOKALIKES, V7_SUBJECTS, V7_VERBS,
                      V7_OBJECTS, V7_TIMES),
          "v8": Texts(V8_WAKE_FORMS, V8_CHATTER, V8_REQUESTS, V8_OPENERS, V8_LOOKALIKES, V8_SUBJECTS, V8_VERBS,
-                     V8_OBJECTS, V8_TIMES)}
+                     V8_OBJECTS, V8_TIMES),
+         "v9": Texts(V9_WAKE_FORMS, V9_CHATTER, V9_REQUESTS, V9_OPENERS, V9_LOOKALIKES, V9_SUBJECTS, V9_VERBS,
+                     V9_OBJECTS, V9_TIMES)}
 
 @dataclass(frozen=True)
 class Voice:
