@@ -281,6 +281,9 @@ class TurnTaker(Processor):
                 score is None or self.acoustic.asks_whisper(score, personal)):  # type: ignore[union-attr]
             found = await self._second_guess(text, utterance)
         heard = found is not None  # whisper wrote the name (the model may still refuse it)
+        if sure and found is None and not addressed and utterance.verify_wake and not await self._primed_hears(
+                utterance, score):
+            score = 0.0  # the model alone was wrong: "I spilt tea on the sofa", "Hey, spell it for me"
         if score is not None and not addressed:
             found = self._weigh(found, score, personal)
         elif sure and found is None:  # her name again in what follows a wake word: it is the question all the same
@@ -349,6 +352,21 @@ class TurnTaker(Processor):
         if len(utterance.audio) / RATE <= self.hypotheses.head_s:
             return found
         return NameMatch(" ".join(text.split()[found.upto:]), found.upto)
+
+    async def _primed_hears(self, utterance: UtteranceFrame, score: float | None) -> bool:
+        """Whether whisper, prompted with the phrase, writes the name in one of its n-best readings of an
+        utterance the model alone is sure of (True when there is no n-best to ask). A noisy or accented
+        "Hey Stella" it wrote as "Okay, step look" is "Hey Stella." among them; "I spilt tea on the sofa"
+        and "Hey, spell it for me", which the model was as sure of, are not, even so prompted."""
+        if self.hypotheses is None:
+            return True
+        readings = await asyncio.to_thread(self.hypotheses, utterance.audio, self.prompt)
+        if any(map(self.matcher.match, readings)):
+            return True
+        log.info("the acoustic model alone heard the name (%.2f), whisper prompted with it did not: not taken",
+                 score or 0.0)
+        log.debug("the model's name not in whisper's prompted readings %r", readings)
+        return False
 
     async def _likely_name(self, found: NameMatch, utterance: UtteranceFrame) -> NameOdds:
         """Whisper's odds for the name without the prompt (not taken: a look-alike, "Hey Estelle"

@@ -12,7 +12,9 @@ what survives accents — the consonant skeleton — and drops what does not:
 
 So "stella", "stela", "stellar", "stettler", "estella" all key to "stl"; "stanley" (stnl),
 "bella" (pl), "tell us" (tls) and "travis" (trfs) do not. A word must also have the name's
-syllables, or "still" and "steel" (stl, one syllable) would be "stella".
+syllables, or "still" and "steel" (stl, one syllable) would be "stella", and end as it does, on a
+vowel or on a consonant (an "r" or "h" after a vowel is a vowel here: "stellar", "stellah"): whisper
+writes "Estelle", another name, for a look-alike, and no accent of "Stella" it wrote ended so.
 """
 
 from __future__ import annotations
@@ -61,12 +63,21 @@ def syllables(word: str) -> int:
 def sounds_like(word: str, name: str) -> bool:
     """The word could be the name said with an accent: the same consonant skeleton (of at
     least two consonants: one matches too many words) and as many syllables — one more only as
-    a leading vowel ("estella") — so "still", "steel" and "stole" are not "stella"."""
+    a leading vowel ("estella") — so "still", "steel" and "stole" are not "stella" — ending the
+    same way (so "Estelle" is not either)."""
     key = phonetic_key(name)
     if len(key) < 2 or phonetic_key(word) != key:
         return False
     extra = syllables(word) - syllables(name)
-    return extra == 0 or (extra == 1 and _letters(word)[:1] in VOWELS)
+    return (extra == 0 or (extra == 1 and _letters(word)[:1] in VOWELS)) and ends_open(word) == ends_open(name)
+
+
+def ends_open(word: str) -> bool:
+    """Whether the word ends on a vowel sound ("stella", "stellar", "stellah"; not "estelle", "style")."""
+    w = _letters(word)
+    if len(w) > 3 and w.endswith("e") and w[-2] not in VOWELS:
+        return False  # a silent e
+    return w[-1:] in VOWELS or (w[-1:] in ("r", "h") and w[-2:-1] in VOWELS)
 
 
 def _letters(word: str) -> str:

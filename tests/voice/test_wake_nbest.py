@@ -15,6 +15,7 @@ from sidecar.frames import (
     EarlyTranscriptFrame,
     EndFrame,
     Frame,
+    ListeningFrame,
     TranscriptFrame,
     UserTurnFrame,
     UtteranceFrame,
@@ -25,6 +26,7 @@ from sidecar.voice.asr_ct2 import CT2Transcriber
 from sidecar.voice.audio import RATE
 from sidecar.voice.turn_taking import TurnTaker
 from sidecar.voice.wake import NameMatch, NameMatcher
+from sidecar.voice.wake_confirm import AcousticOpinion
 from sidecar.voice.wake_nbest import NameHypotheses, NameOdds
 from sidecar.voice_loop import listening
 
@@ -302,3 +304,20 @@ def test_look_alikes_do_not_wake_the_phrase_front_end(engines, hypotheses, piper
     for text in ("Please tell us what happened.", "Please tell us a story.", "Hey Bella, what time is it?"):
         out = front_end(engines, hypotheses, concat(silence(1.0), say(text), silence(2.0)))
         assert not [f for f in out if isinstance(f, (WakeFrame, UserTurnFrame))], (voice, text)
+
+
+def test_the_model_alone_wakes_her_only_if_whisper_prompted_with_the_phrase_writes_the_name():
+    """The model was as sure (0.98) of an Arabic voice's "I spilt tea on the sofa" as of a noisy
+    Cantonese "Hey Stella" whisper wrote "Okay, step look": prompted with the phrase, whisper has the
+    name among its readings of the second, never of the first."""
+    def sure_of(text: str, readings: list[str]) -> list[Frame]:
+        u = dataclasses.replace(utterance(2.0), wake_score=0.98)
+        return harness.run([TranscriptFrame(text=text, asr_ms=1.0, utterance=u, t=u.t), EndFrame()],
+                           [TurnTaker("hey stella", 8, hypotheses=Readings(readings),
+                                      acoustic=AcousticOpinion(floor=0.6, sure=0.97))])
+    spilt = sure_of("I've still teed on the sofa.", ["I've filled D on the sofa.", "I've built D on the sofa."])
+    assert not [f for f in spilt if isinstance(f, (WakeFrame, UserTurnFrame, ListeningFrame))]
+    assert [f.acoustic for f in spilt if isinstance(f, WakeCheckFrame)] == [0.98], "the meter shows the model's say"
+    step = sure_of("Okay, step look.", ["Hey Stella.", "Hey Stella, I am the enemy."])
+    assert [f.engine for f in step if isinstance(f, WakeFrame)] == ["phrase"]
+    assert [f for f in step if isinstance(f, ListeningFrame)], "a bare wake word: she listens for the question"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sidecar.voice.wake import NameMatcher
-from sidecar.voice.wake_phonetic import phonetic_key, sounds_like, syllables
+from sidecar.voice.wake_phonetic import ends_open, phonetic_key, sounds_like, syllables
 
 
 @pytest.mark.parametrize("word", ["Stella", "stela", "Stellar", "Stettler", "Statler", "Estella", "Sdella",
@@ -14,7 +14,8 @@ def test_spellings_whisper_gave_for_stella_sound_like_it(word):
     assert sounds_like(word, "stella")
 
 
-@pytest.mark.parametrize("word", ["Stanley", "Bella", "tell", "still", "steel", "style", "stole", "Sheila", "Ella"])
+@pytest.mark.parametrize("word", ["Stanley", "Bella", "tell", "still", "steel", "style", "stole", "Sheila", "Ella",
+                                  "Estelle", "Estel"])
 def test_look_alikes_do_not_sound_like_stella(word):
     assert not sounds_like(word, "stella")
 
@@ -29,6 +30,8 @@ def test_the_key_drops_vowels_merges_voicing_and_a_non_rhotic_r():
     assert phonetic_key("stellar") == phonetic_key("sdela") == "stl"
     assert phonetic_key("travis") == "trfs", "an r before a vowel is said, so kept"
     assert syllables("style") == 1 and syllables("stella") == 2
+    assert [w for w in ("stella", "stellar", "stellah", "estelle", "style", "stel") if ends_open(w)] == [
+        "stella", "stellar", "stellah"], "an r or h after a vowel ends on it; a final e after a consonant is silent"
 
 
 @pytest.mark.parametrize("transcript, rest", [
@@ -47,6 +50,7 @@ def test_the_matcher_takes_the_name_as_whisper_misspells_it(transcript, rest):
 
 @pytest.mark.parametrize("transcript", ["Please tell us what happened.", "Still waiting for the bus.",
                                         "Hey Stanley, over here.", "Hey, tell her I said hello.", "Hey Sheila!",
-                                        "I told Stella about the party.", "Let's tell them."])
+                                        "I told Stella about the party.", "Let's tell them.",
+                                        "Hey Estelle, over there."])
 def test_the_matcher_refuses_the_corpus_look_alikes(transcript):
     assert NameMatcher("hey stella").match(transcript) is None
