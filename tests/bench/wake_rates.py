@@ -80,11 +80,12 @@ def engines_to_run(trigger: float, baseline: bool, asr: str, floor: float, sure:
                "VAD + whisper (prompted \"Hey Stella.\") + name token (first or after lead-ins; one edit or the "
                "same phonetic key) in the transcript or in whisper's 4 best readings of the first 3 s, weighed "
                f"against the hey_stella model's best score in the utterance ({early}): a name whisper wrote counts "
-               f"from {floor}, and the model alone wakes her from {sure}"),
+               f"from {floor}, and the model alone wakes her from {sure} if whisper prompted so writes the name in "
+               "one of those readings; a phonetic match ends as the name does"),
         Engine("two_stage", "phrase", VoiceConfig(**ours, wake_engine="two_stage", wake_trigger_threshold=trigger),
                f"the hey_stella model at {trigger} opens a candidate + VAD gate + whisper (prompted \"Hey Stella.\") "
                f"confirms the name in its transcript or its 4 best readings of the first 3 s; the model alone wakes "
-               f"her from {sure} ({early})"),
+               f"her from {sure} ({early}) if the name is in those readings"),
         Engine("acoustic", "phrase", VoiceConfig(**ours, wake_engine="openwakeword"),
                f"the hey_stella model alone at {VoiceConfig().wake_threshold} (openWakeWord's features, our head), "
                "single stage, no whisper"),
