@@ -68,6 +68,8 @@ class Hypotheses(Protocol):
 
     def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]: ...
 
+    def primed(self, audio: np.ndarray, prompt: str) -> list[str]: ...
+
     def check(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> NameOdds: ...
 
     def prepare(self, words: str) -> None: ...
@@ -354,13 +356,14 @@ class TurnTaker(Processor):
         return NameMatch(" ".join(text.split()[found.upto:]), found.upto)
 
     async def _primed_hears(self, utterance: UtteranceFrame, score: float | None) -> bool:
-        """Whether whisper, prompted with the phrase, writes the name in one of its n-best readings of an
-        utterance the model alone is sure of (True when there is no n-best to ask). A noisy or accented
-        "Hey Stella" it wrote as "Okay, step look" is "Hey Stella." among them; "I spilt tea on the sofa"
-        and "Hey, spell it for me", which the model was as sure of, are not, even so prompted."""
+        """Whether whisper (base, `Hypotheses.primed`), prompted with the phrase, writes the name in one of
+        its n-best readings of an utterance the model alone is sure of (True when there is no n-best to
+        ask). A noisy or accented "Hey Stella" tiny.en wrote as "Okay, step look" is "Hey Stella." among
+        them; "I spilt tea on the sofa" and "Hey, spell it for me", which the model was as sure of, are
+        not, even so prompted."""
         if self.hypotheses is None:
             return True
-        readings = await asyncio.to_thread(self.hypotheses, utterance.audio, self.prompt)
+        readings = await asyncio.to_thread(self.hypotheses.primed, utterance.audio, self.prompt)
         if any(map(self.matcher.match, readings)):
             return True
         log.info("the acoustic model alone heard the name (%.2f), whisper prompted with it did not: not taken",

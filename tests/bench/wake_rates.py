@@ -153,6 +153,14 @@ class MemoHypotheses:
             count(self.ranks, next((str(i) for i, r in enumerate(readings, 1) if self.matcher.match(r)), "-"))
         return readings
 
+    def primed(self, audio: np.ndarray, prompt: str) -> list[str]:
+        path = memo_path(self.folder, self.noisy_tag if self.inner.noisy_model else self.tag, prompt, audio)
+        if path.exists():
+            return json.loads(path.read_text())
+        readings = self.inner.primed(audio, prompt)
+        remember(path, readings)
+        return readings
+
     @property
     def name_check(self) -> bool:
         return self.inner.name_check

@@ -72,6 +72,8 @@ def test_a_noisy_utterance_is_read_by_the_noisy_model_and_a_clean_one_by_the_asr
     assert readings(said) == ["tiny", "tiny"]
     assert readings(in_noise(said, 10)) == ["base", "base"]
     assert NameHypotheses(Reads("tiny"), 1)(in_noise(said, 10)) == ["tiny"], "no noisy model: the ASR's"  # type: ignore[arg-type]
+    assert readings.primed(said, "Hey Stella.") == ["base", "base"], "the model alone's check: base, quiet or not"
+    assert NameHypotheses(Reads("tiny"), 1).primed(said, "") == ["tiny"]  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("voice", ["en-us", "en-gb-scotland+f2", "en-gb-x-rp+m3", "en-029", "en-us-nyc+f3", "en-gb+m2"])
@@ -149,6 +151,9 @@ class Readings:
     def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]:
         assert prompt in ("Hey Stella.", "")
         return self.readings if prompt else self.plain
+
+    def primed(self, audio: np.ndarray, prompt: str) -> list[str]:
+        return self(audio, prompt)
 
     def check(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> NameOdds:
         assert spellings == ["Stella", "Stellar"]
