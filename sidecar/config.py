@@ -89,9 +89,10 @@ class VoiceConfig:
     # the two-stage engine and — with `wake_acoustic` — in the phrase engine when its phrase has a
     # trained model ("hey stella": sidecar/voice/wake_net.py): a name whisper wrote is taken only if
     # the model scored the utterance at least `wake_acoustic_floor`; at `wake_acoustic_sure` the
-    # model alone wakes her — if whisper, prompted with the phrase, writes the name in one of its
-    # `wake_nbest` readings (on seen v8 all 35 noisy wake words the model rescued passed, and 7 of 11
-    # false accepts, "I spilt tea on the sofa" among them, did not). Floor and sure were chosen on
+    # model alone wakes her — in a quiet room only if whisper base, prompted with the phrase, writes the
+    # name first or second in one of its `wake_nbest` readings (seen v7 and v8: 5 of the 6 false accepts
+    # the model alone made, "I spilt tea on the sofa" among them, failed that; 3 of v7's accented clean
+    # wake words did too; in noise it missed 12 of v7's, so there the model decides). Floor and sure were chosen on
     # the wake bench's set v5 (tests/bench/wake_rates.py --set seen5;
     # voices, languages and a synthesiser the model was not trained on), every utterance's decision
     # worked out for each pair: the pair with the fewest false accepts whose false rejects stayed

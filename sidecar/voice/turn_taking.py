@@ -70,6 +70,8 @@ class Hypotheses(Protocol):
 
     def primed(self, audio: np.ndarray, prompt: str) -> list[str]: ...
 
+    def in_noise(self, audio: np.ndarray) -> bool: ...
+
     def check(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> NameOdds: ...
 
     def prepare(self, words: str) -> None: ...
@@ -356,15 +358,16 @@ class TurnTaker(Processor):
         return NameMatch(" ".join(text.split()[found.upto:]), found.upto)
 
     async def _primed_hears(self, utterance: UtteranceFrame, score: float | None) -> bool:
-        """Whether whisper (base, `Hypotheses.primed`), prompted with the phrase, writes the name in one of
-        its n-best readings of an utterance the model alone is sure of (True when there is no n-best to
-        ask). A noisy or accented "Hey Stella" tiny.en wrote as "Okay, step look" is "Hey Stella." among
-        them; "I spilt tea on the sofa" and "Hey, spell it for me", which the model was as sure of, are
-        not, even so prompted."""
-        if self.hypotheses is None:
+        """Whether whisper base (`Hypotheses.primed`), prompted with the phrase, writes the name first or
+        second in one of its n-best readings of an utterance the model alone is sure of in a quiet room.
+        An accented "Hey Stella" tiny.en wrote as "Okay, step look" is "Hey Stella." or "Jens Stella"
+        among them; "I spilt tea on the sofa" and "Hey, spell it for me", which the model was as sure of,
+        stay themselves, even so prompted. In noise (and with no n-best to ask) the model is trusted:
+        whisper base missed the name there in 12 of seen v7's accented wake words the model was sure of."""
+        if self.hypotheses is None or self.hypotheses.in_noise(utterance.audio):
             return True
         readings = await asyncio.to_thread(self.hypotheses.primed, utterance.audio, self.prompt)
-        if any(map(self.matcher.match, readings)):
+        if any(map(self.matcher.leads, readings)):
             return True
         log.info("the acoustic model alone heard the name (%.2f), whisper prompted with it did not: not taken",
                  score or 0.0)

@@ -360,6 +360,13 @@ class NameMatcher:
         first = sounds.find(key[:1])
         return bool(key) and first >= 0 and any(c in sounds[first + 1:] for c in key[1:])
 
+    def leads(self, reading: str) -> bool:
+        """The name as the reading's first or second word, whatever comes before it: the check of a name
+        only the acoustic model heard, where whisper writes a greeting it misheard ("Jens Stella",
+        "Since Stella") but not a mention ("My colleague Stella Price")."""
+        said = words(reading)[:2]
+        return any(self.is_name(w, b) for w, b in zip(said, ["", *said], strict=False))
+
     def match(self, transcript: str) -> NameMatch | None:
         spans = list(re.finditer(r"[A-Za-z0-9']+", transcript))
         before = ""

@@ -155,6 +155,11 @@ class Readings:
     def primed(self, audio: np.ndarray, prompt: str) -> list[str]:
         return self(audio, prompt)
 
+    def in_noise(self, audio: np.ndarray) -> bool:
+        return self.noisy
+
+    noisy = False  # whether the utterance is heard as noisy
+
     def check(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> NameOdds:
         assert spellings == ["Stella", "Stellar"]
         self.scored.append(found)
@@ -312,17 +317,25 @@ def test_look_alikes_do_not_wake_the_phrase_front_end(engines, hypotheses, piper
 
 
 def test_the_model_alone_wakes_her_only_if_whisper_prompted_with_the_phrase_writes_the_name():
-    """The model was as sure (0.98) of an Arabic voice's "I spilt tea on the sofa" as of a noisy
-    Cantonese "Hey Stella" whisper wrote "Okay, step look": prompted with the phrase, whisper has the
-    name among its readings of the second, never of the first."""
-    def sure_of(text: str, readings: list[str]) -> list[Frame]:
+    """The model was as sure (0.98) of an Arabic voice's "I spilt tea on the sofa" as of a Cantonese
+    "Hey Stella" whisper wrote "Okay, step look": prompted with the phrase, whisper (base) has the name
+    first or second among its readings of the second, never of the first. In noise, where whisper
+    misses accented names, the model alone decides."""
+    def sure_of(text: str, readings: list[str], noisy: bool = False) -> list[Frame]:
         u = dataclasses.replace(utterance(2.0), wake_score=0.98)
+        hypotheses = Readings(readings)
+        hypotheses.noisy = noisy
         return harness.run([TranscriptFrame(text=text, asr_ms=1.0, utterance=u, t=u.t), EndFrame()],
-                           [TurnTaker("hey stella", 8, hypotheses=Readings(readings),
+                           [TurnTaker("hey stella", 8, hypotheses=hypotheses,
                                       acoustic=AcousticOpinion(floor=0.6, sure=0.97))])
     spilt = sure_of("I've still teed on the sofa.", ["I've filled D on the sofa.", "I've built D on the sofa."])
     assert not [f for f in spilt if isinstance(f, (WakeFrame, UserTurnFrame, ListeningFrame))]
     assert [f.acoustic for f in spilt if isinstance(f, WakeCheckFrame)] == [0.98], "the meter shows the model's say"
-    step = sure_of("Okay, step look.", ["Hey Stella.", "Hey Stella, I am the enemy."])
-    assert [f.engine for f in step if isinstance(f, WakeFrame)] == ["phrase"]
-    assert [f for f in step if isinstance(f, ListeningFrame)], "a bare wake word: she listens for the question"
+    for readings in (["Hey Stella.", "Hey Stella, I am the enemy."], ["Since Stella will it snow?"]):
+        step = sure_of("Okay, step look.", readings)
+        assert [f.engine for f in step if isinstance(f, WakeFrame)] == ["phrase"], readings
+        assert [f for f in step if isinstance(f, ListeningFrame)], "a bare wake word: she listens for the question"
+    mention = sure_of("My colleagues tell her prices on holiday.", ["My colleague Stella Price is on holiday."])
+    assert not [f for f in mention if isinstance(f, WakeFrame)], "her name as the third word is a mention"
+    noisy = sure_of("Who still have a house hidden?", ["Who's still a lumbar hand-sharing?"], noisy=True)
+    assert [f.engine for f in noisy if isinstance(f, WakeFrame)] == ["phrase"], "in noise the model alone decides"
