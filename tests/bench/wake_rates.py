@@ -161,6 +161,9 @@ class MemoHypotheses:
         remember(path, readings)
         return readings
 
+    def in_noise(self, audio: np.ndarray) -> bool:
+        return self.inner.in_noise(audio)
+
     @property
     def name_check(self) -> bool:
         return self.inner.name_check
