@@ -92,9 +92,9 @@ class VoiceConfig:
     # model alone wakes her — in a quiet room only if whisper base, prompted with the phrase, writes the
     # name first or second in one of its `wake_nbest` readings (seen v7 and v8: 5 of the 6 false accepts
     # the model alone made, "I spilt tea on the sofa" among them, failed that; 3 of v7's accented clean
-    # wake words did too; in noise it missed 12 of v7's, so there the model decides). Floor and sure were chosen on
-    # the wake bench's set v5 (tests/bench/wake_rates.py --set seen5;
-    # voices, languages and a synthesiser the model was not trained on), every utterance's decision
+    # wake words did too; in noise it missed 12 of v7's, so there the model decides). Floor and sure
+    # were chosen on the wake bench's set v5 (tests/bench/wake_rates.py --set seen5; voices,
+    # languages and a synthesiser the model was not trained on), every utterance's decision
     # worked out for each pair: the pair with the fewest false accepts whose false rejects stayed
     # under 4 % clean and 8 % in 10 dB noise (3.5 %, 7.0 %, 3.8 false accepts an hour, from 7.6).
     # Only the model's scores in an utterance's first `wake_acoustic_lead_s` (VAD pre-roll

@@ -34,8 +34,10 @@ import platform
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -59,6 +61,7 @@ from tests.voice import wake_corpus  # noqa: E402
 from tests.voice.wake_corpus import SNR_DB, Corpus, Span, Stream  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
+T = TypeVar("T")
 TARGETS = "false accepts < 0.5 per hour of speech, false rejects < 5 % clean and < 10 % at 10 dB SNR"
 
 
@@ -80,12 +83,14 @@ def engines_to_run(trigger: float, baseline: bool, asr: str, floor: float, sure:
                "VAD + whisper (prompted \"Hey Stella.\") + name token (first or after lead-ins; one edit or the "
                "same phonetic key) in the transcript or in whisper's 4 best readings of the first 3 s, weighed "
                f"against the hey_stella model's best score in the utterance ({early}): a name whisper wrote counts "
-               f"from {floor}, and the model alone wakes her from {sure} if whisper prompted so writes the name in "
-               "one of those readings; a phonetic match ends as the name does"),
+               f"from {floor}, and the model alone wakes her from {sure} (in a quiet room only if whisper base, "
+               "prompted so, writes the name first or second in one of its 4 readings); a phonetic match ends as "
+               "the name does"),
         Engine("two_stage", "phrase", VoiceConfig(**ours, wake_engine="two_stage", wake_trigger_threshold=trigger),
                f"the hey_stella model at {trigger} opens a candidate + VAD gate + whisper (prompted \"Hey Stella.\") "
                f"confirms the name in its transcript or its 4 best readings of the first 3 s; the model alone wakes "
-               f"her from {sure} ({early}) if the name is in those readings"),
+               f"her from {sure} ({early}; in a quiet room only if whisper base's prompted readings have the name "
+               "first or second)"),
         Engine("acoustic", "phrase", VoiceConfig(**ours, wake_engine="openwakeword"),
                f"the hey_stella model alone at {VoiceConfig().wake_threshold} (openWakeWord's features, our head), "
                "single stage, no whisper"),
@@ -105,6 +110,15 @@ def memo_path(folder: Path, tag: str, prompt: str, audio: np.ndarray) -> Path:
 def remember(path: Path, value: object) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(value))
+
+
+def recalled(path: Path, work: Callable[[], T]) -> T:
+    """The value kept at `path`, or `work`'s, kept there."""
+    if path.exists():
+        return json.loads(path.read_text())
+    value = work()
+    remember(path, value)
+    return value
 
 
 class MemoTranscriber:
@@ -144,22 +158,14 @@ class MemoHypotheses:
 
     def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]:
         path = memo_path(self.folder, self.noisy_tag if self.inner.noisy(audio) else self.tag, prompt, audio)
-        if path.exists():
-            readings = json.loads(path.read_text())
-        else:
-            readings = self.inner(audio, prompt)
-            remember(path, readings)
+        readings = recalled(path, lambda: self.inner(audio, prompt))
         if self.matcher is not None:
             count(self.ranks, next((str(i) for i, r in enumerate(readings, 1) if self.matcher.match(r)), "-"))
         return readings
 
     def primed(self, audio: np.ndarray, prompt: str) -> list[str]:
         path = memo_path(self.folder, self.noisy_tag if self.inner.noisy_model else self.tag, prompt, audio)
-        if path.exists():
-            return json.loads(path.read_text())
-        readings = self.inner.primed(audio, prompt)
-        remember(path, readings)
-        return readings
+        return recalled(path, lambda: self.inner.primed(audio, prompt))
 
     def in_noise(self, audio: np.ndarray) -> bool:
         return self.inner.in_noise(audio)
@@ -175,11 +181,7 @@ class MemoHypotheses:
         """The inner check, memoised like the readings; each name's odds are noted in `odds`, in
         noise too (where the check leaves them unscored)."""
         path = memo_path(self.folder, f"{self.tag} odds {found.lead} {spellings}", "", audio)
-        if path.exists():
-            odds = json.loads(path.read_text())
-        else:
-            odds = self.inner.name_odds(audio, found, spellings)
-            remember(path, odds)
+        odds = recalled(path, lambda: self.inner.name_odds(audio, found, spellings))
         self.odds.append(odds)
         return self.inner.judge(audio, lambda: odds)
 
