@@ -16,10 +16,11 @@ sixth: nine more languages, Festival's voices and piper joe played faster or slo
 accepts chose the look-alikes the second model was trained against), **seen7** (folder v7, the
 seventh: ten more languages, each checked to say the name by its own phonemes (`says_the_name`);
 seen once its false accepts had been read), **seen8** (folder v8, the eighth: ten more languages, three
-of them tonal; seen once its false accepts had been read, then rules were tried on it) and **heldout**
-(folder v9: voices, languages, texts and noise seeds never used for tuning or for training the "hey
-stella" model, tests/voice/wake_train.py — English said by espeak-ng voices of ten more languages and
-piper joe at new speeds and played faster or slower by new factors; reported, never tuned on; an hour
+of them tonal; seen once its false accepts had been read, then rules were tried on it), **seen9** (folder v9,
+the ninth: ten more languages; seen once its misses had been read) and **heldout** (folder v10:
+voices, languages, texts and noise seeds never used for tuning or for training the "hey stella" model,
+tests/voice/wake_train.py — English said by espeak-ng voices of ten more languages and piper joe at
+new speeds and played faster or slower by new factors; reported, never tuned on; an hour
 of ordinary speech besides its look-alike scenes). From v3 on, half the look-alike scenes are said over
 noise beds. Each set has
 
@@ -65,15 +66,16 @@ SNR_DB = 10
 WAKE_GAP_S = 2.5  # between wake utterances: longer than the hang-over and the trigger's refractory time
 FILE_S = 300.0  # the other speech is cut into streams of about this length
 
-SETS = ("tuning", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "seen7", "seen8", "heldout")
+SETS = ("tuning", "seen", "seen2", "seen3", "seen4", "seen5", "seen6", "seen7", "seen8", "seen9", "heldout")
 # Where each set lives: its folder under ROOT, and its name in that folder's index and files
 # (the "seen" set was generated as v1's "heldout"; regenerated, it is the same audio).
-# (and "seen2" as v2's "heldout", "seen3" as v3's, ... "seen8" as v8's).
+# (and "seen2" as v2's "heldout", "seen3" as v3's, ... "seen9" as v9's).
 FOLDER = {"tuning": "v1", "seen": "v1", "seen2": "v2", "seen3": "v3", "seen4": "v4", "seen5": "v5", "seen6": "v6",
-          "seen7": "v7", "seen8": "v8", "heldout": "v9"}
+          "seen7": "v7", "seen8": "v8", "seen9": "v9", "heldout": "v10"}
 KEY = {"tuning": "tuning", **{s: "heldout" for s in SETS[1:]}}
-# speech (not gaps) in the other speech; v7's to v9's have an hour without their look-alike scenes (a sixth of it)
-TARGET_S = {"tuning": 15 * 60, **{s: 62 * 60 for s in SETS[1:]}, "seen7": 74 * 60, "seen8": 74 * 60, "heldout": 74 * 60}
+# speech (not gaps) in the other speech; v7's to v10's have an hour without their look-alike scenes (a sixth of it)
+TARGET_S = {"tuning": 15 * 60, **{s: 62 * 60 for s in SETS[1:]},
+            **{s: 74 * 60 for s in ("seen7", "seen8", "seen9", "heldout")}}
 # espeak-ng voices: (accent, variant) pairs. v2's variants were used in no earlier set.
 _V1_BASES = {"tuning": ("en-us", "en-gb", "en-gb-x-rp", "en-gb-x-gbclan"),
              "seen": ("en-gb-scotland", "en-029", "en-us-nyc", "en-gb-x-gbcwmd")}
@@ -139,12 +141,19 @@ _V9_VARIANTS = {"uk": ("+f1", "+m6", "+m2"), "mk": ("+f5", "+m4", "+m8"), "hy": 
                 "th": ("+f4", "+m1", "+m6"), "bn": ("+f3", "+m5", "+m8"), "ur": ("+f2", "+m7", "+m1"),
                 "kk": ("+f1", "+m4", "+m3"), "tt": ("+f5", "+m2", "+m5"), "fr-be": ("+f3", "+m6", "+m4"),
                 "te": ("+f4", "+m8", "+m2")}
+# v10: English said by espeak-ng voices of ten languages no earlier set and no training voice had (six
+# Indic ones, Sinhala, Amharic, Sindhi and Swiss French), each checked by `says_the_name`.
+_V10_VARIANTS = {"mr": ("+f2", "+m5", "+m3"), "ne": ("+f4", "+m7", "+m1"), "gu": ("+f1", "+m8", "+m6"),
+                 "pa": ("+f5", "+m1", "+m4"), "kn": ("+f3", "+m2", "+m8"), "ml": ("+f2", "+m6", "+m4"),
+                 "si": ("+f5", "+m3", "+m7"), "am": ("+f1", "+m5", "+m2"), "sd": ("+f4", "+m6", "+m3"),
+                 "fr-ch": ("+f3", "+m7", "+m1")}
 FLITE_VOICES = {"seen5": ("awb", "rms", "slt", "kal16", "kal")}
 # (voice, shift): Festival voices, some played faster or slower (`speech.shifted`)
 FESTIVAL_VOICES = {"seen6": (("ked_diphone", 1.0), ("ked_diphone", 1.12), ("cmu_us_slt_arctic_hts", 1.0),
                              ("cmu_us_slt_arctic_hts", 0.9))}
 # piper joe at length scale 1, played this much faster
-PIPER_SHIFTS = {"seen6": (0.88, 1.14), "seen7": (0.93, 1.2), "seen8": (0.92, 1.17), "heldout": (0.91, 1.22)}
+PIPER_SHIFTS = {"seen6": (0.88, 1.14), "seen7": (0.93, 1.2), "seen8": (0.92, 1.17), "seen9": (0.91, 1.22),
+                "heldout": (0.89, 1.16)}
 ESPEAK_VOICES = {
     **{s: tuple(b + v for b in _V1_BASES[s] for v in _V1_VARIANTS[s]) for s in _V1_BASES},
     "seen2": tuple(b + v for b, vs in _V2_VARIANTS.items() for v in vs),
@@ -154,18 +163,19 @@ ESPEAK_VOICES = {
     "seen6": tuple(b + v for b, vs in _V6_VARIANTS.items() for v in vs),
     "seen7": tuple(b + v for b, vs in _V7_VARIANTS.items() for v in vs),
     "seen8": tuple(b + v for b, vs in _V8_VARIANTS.items() for v in vs),
-    "heldout": tuple(b + v for b, vs in _V9_VARIANTS.items() for v in vs),
+    "seen9": tuple(b + v for b, vs in _V9_VARIANTS.items() for v in vs),
+    "heldout": tuple(b + v for b, vs in _V10_VARIANTS.items() for v in vs),
 }
 # piper joe is the one piper speaker: every set has it, at speeds of its own
 PIPER_SCALES = {"tuning": (0.85, 1.0, 1.2), "seen": (0.92, 1.1, 1.3), "seen2": (0.8, 1.05, 1.4),
                 "seen3": (0.88, 1.15, 1.35), "seen4": (0.9, 1.12, 1.25), "seen5": (0.83, 0.97, 1.45),
                 "seen6": (0.94, 1.18, 1.6), "seen7": (0.87, 1.08, 1.5), "seen8": (0.86, 1.03, 1.55),
-                "heldout": (0.82, 1.06, 1.38)}
+                "seen9": (0.82, 1.06, 1.38), "heldout": (0.84, 1.02, 1.33)}
 WAKES_PER_VOICE = {"tuning": 4, **{s: 6 for s in SETS[1:]}}
-# Seeds are strings: v2's to v8's carry a prefix, so none of their noise or choices repeats another's.
-SALT = {"v1": "", **{f"v{i}": f"v{i}-" for i in range(2, 10)}}
+# Seeds are strings: v2's to v10's carry a prefix, so none of their noise or choices repeats another's.
+SALT = {"v1": "", **{f"v{i}": f"v{i}-" for i in range(2, 11)}}
 # folders whose look-alike scenes are said over a noise bed half the time
-NOISY_LOOKALIKES = {"v3", "v4", "v5", "v6", "v7", "v8", "v9"}
+NOISY_LOOKALIKES = {"v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10"}
 
 NAMES = {"phrase": "Stella", "acoustic": "Jarvis"}
 WAKE_FORMS = ["Hey {n}.", "Hey {n}", "Hey {n}, what time is it?", "Hey {n}, turn on the lights.",
@@ -636,6 +646,58 @@ V9_OBJECTS = ["a new footbridge", "dearer train tickets", "ice on the hill roads
 V9_TIMES = ["at sunrise", "on Sunday", "after two years of planning", "this evening", "during the cold snap",
             "over the holidays", "for the third year running"]
 
+V10_WAKE_FORMS = ["Hey {n}, what's on the radio tonight?", "Hey {n}, skip this track.",
+                  "Hey {n}, are the windows shut?",
+                  "Hey {n}, time the pasta.", "Hey {n}, when does it get dark?", "Hey {n}, give me the headlines.",
+                  "Hey {n}, will it be windy?", "Hey {n}, message my brother.", "Hey {n}, how many grams in an ounce?",
+                  "Hey {n}, get me up at seven.", "Hey {n}, a little louder.", "Hey {n}, where's my phone?"]
+V10_CHATTER = [
+    "The drainpipe by the back door is cracked.", "I found an old camera at the car boot sale.",
+    "The boiler clanks every morning.", "My niece has started trumpet lessons.", "The post office queue was enormous.",
+    "We're out of teabags again.", "The train was held up by a broken signal.", "He varnished the garden bench.",
+    "The kids next door built a den.", "I left my umbrella on the bus.", "The dog naps in the patch of sun.",
+    "Their loft is full of old suitcases.", "The doorbell battery is nearly flat.", "We cycled along the canal.",
+    "The baker sells out of rolls by ten.", "I lost a glove in the park.", "Parking charges went up again.",
+    "She mended the chair leg with glue and string.", "The lawn needs mowing before the barbecue.",
+    "We should ring the electrician on Monday.", "The escalator at the station is out of order.",
+    "Nobody knows why Stella left the choir.", "Our neighbour Stella Hughes grows enormous marrows.",
+    "A jar of Jarvis honey fell off the shelf.", "The fence blew down in the storm.", "This milk smells off.",
+    "The postman whistled at the gate.", "An owl sat on the chimney all night.", "I missed my stop on the tram.",
+    "We had fish pie for tea.", "The kitten fell asleep in the laundry basket.",
+]
+V10_REQUESTS = [
+    "how deep is the Pacific Ocean", "who invented the telephone", "how many legs does a lobster have",
+    "what is the tallest mountain in Europe", "how do you say thank you in Welsh", "why do dogs pant",
+    "when was the safety pin invented", "what is the capital of Estonia", "how high can a kangaroo jump",
+    "what do hedgehogs eat in winter", "how far away is Saturn's biggest moon", "which ocean is the coldest",
+]
+V10_OPENERS = ["I never can recall", "Tiny question:", "Would you happen to know", "My flatmate's boy asked me",
+               "A man on the bus said", "Sort this out for me:", "Any notion", "We were wondering at lunch"]
+V10_LOOKALIKES = [
+    # for "hey stella"
+    "Hey Isabel, the taxi's waiting.", "Hey Drusilla, your scarf.", "Hey Celestine, hi.",
+    "Hey Stuart, your round.", "Hey Shelley, nice jumper.", "Hey Stefan, hang on.",
+    "Hey Cordelia, hello.", "Hey Petronella, the bus.", "Hey, tell us a story.",
+    "Hey, stay cool.", "Hey Stilton fans.", "Hey Mozzarella lovers.", "Hi, I'm Ornella.",
+    "Hey Della, look.", "Hey Stu, come here.", "Hey Tarantella dancers.", "Hey, still awake?",
+    # for "hey jarvis"
+    "Hey Jarvie, good shot.", "Hey Mervyn, come in.", "Hey Garvey, your coat.",
+    "Hey Harvest moon.", "Hey Jasper, the door.", "Hey Travolta fans.",
+    "Hey Janet, the kettle's on.", "Hey Elvish speakers.", "Hey Charlie, over here.",
+    "Hey Jarrow, hello.", "Hey Carver, slow down.", "Hey Purvis family.", "Hey Darcey, tea's up.",
+]
+V10_SUBJECTS = ["The health secretary", "Cave divers", "A fresh poll", "Traffic wardens", "Goat farmers",
+                "The ferry operator", "The county archive", "Mushroom pickers", "The electricity board", "Bird ringers",
+                "The firefighters' union", "Beach cleaners", "Jam makers", "The port authority"]
+V10_VERBS = ["are studying", "grumbled about", "drew up plans for", "are split over", "applauded",
+             "threw out", "issued a report on", "are concerned about", "were pleased with", "rubber-stamped"]
+V10_OBJECTS = ["a new underpass", "pricier ferry tickets", "fog on the moor roads", "a bonus for cleaners",
+               "the sale of the cricket ground", "a trial of solar streetlights", "subsidence on the sea wall",
+               "a shortage of bricklayers", "a flea market on the green", "a rise in hedgehog numbers",
+               "the repainting of the lighthouse", "dolphins off the harbour", "the price of bus passes"]
+V10_TIMES = ["at first light", "on Tuesday", "after three years of planning", "this afternoon", "during the drought",
+             "over the bank holiday", "for the fourth year running"]
+
 
 @dataclass(frozen=True)
 class Texts:
@@ -668,7 +730,9 @@ TEXTS = {"v1": Texts(WAKE_FORMS, CHATTER, REQUESTS, OPENERS, LOOKALIKES, SUBJECT
          "v8": Texts(V8_WAKE_FORMS, V8_CHATTER, V8_REQUESTS, V8_OPENERS, V8_LOOKALIKES, V8_SUBJECTS, V8_VERBS,
                      V8_OBJECTS, V8_TIMES),
          "v9": Texts(V9_WAKE_FORMS, V9_CHATTER, V9_REQUESTS, V9_OPENERS, V9_LOOKALIKES, V9_SUBJECTS, V9_VERBS,
-                     V9_OBJECTS, V9_TIMES)}
+                     V9_OBJECTS, V9_TIMES),
+         "v10": Texts(V10_WAKE_FORMS, V10_CHATTER, V10_REQUESTS, V10_OPENERS, V10_LOOKALIKES, V10_SUBJECTS,
+                      V10_VERBS, V10_OBJECTS, V10_TIMES)}
 
 @dataclass(frozen=True)
 class Voice:
