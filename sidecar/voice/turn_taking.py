@@ -341,14 +341,15 @@ class TurnTaker(Processor):
         Those readings are prompted with the phrase, which makes whisper write the name for a
         look-alike too ("Hey Bella" -> "Hey Stella."). So the name must also *sound* there without
         the prompt: its first consonant, then another of its consonants, at the start of one of
-        the unprompted readings (`NameMatcher.sounds_in`)."""
+        the unprompted readings (`NameMatcher.sounds_in`), and none of them may write another name like
+        it instead ("Hey Estelle": `NameMatcher.hears_another`)."""
         assert self.hypotheses is not None
         readings = await asyncio.to_thread(self.hypotheses, utterance.audio, self.prompt)
         found = next((m for m in map(self.matcher.match, readings) if m is not None), None)
         if found is None:
             return None
         plain = await asyncio.to_thread(self.hypotheses, utterance.audio, "")
-        if not any(map(self.matcher.sounds_in, plain)):
+        if not any(map(self.matcher.sounds_in, plain)) or any(map(self.matcher.hears_another, plain)):
             log.info("a wake word only whisper's prompted readings had: not taken")
             log.debug("the name only in prompted readings %r; without the prompt %r", readings, plain)
             return None

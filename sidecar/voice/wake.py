@@ -28,7 +28,7 @@ from sidecar.pipeline import Direction, Processor
 from sidecar.voice.audio import RATE
 from sidecar.voice.wake_confirm import WakeCandidateFrame
 from sidecar.voice.wake_net import FEATURES, WINDOW, WakeNet
-from sidecar.voice.wake_phonetic import phonetic_key, sounds_like
+from sidecar.voice.wake_phonetic import another_name, phonetic_key, sounds_like
 from sidecar.voice.wake_verifier import TAKES, Enrolment, TakeRecorder, Verifier
 
 CHUNK = 1280  # openWakeWord's hop: 80 ms at 16 kHz
@@ -314,15 +314,19 @@ LEAD_INS = frozenset({"hey", "hi", "hello", "hay", "heh", "a", "ay", "eh", "oh",
 # "Hey Stella" run together is heard as "Case Taylor", "Face Tetler", "Here's Teller": the "s"
 # went to the first word. These lead-ins give it back; "please" (a real "Please tell us") does not.
 FUSED_LEAD_INS = frozenset({"case", "face", "here's", "peace", "hays", "heys", "hey's", "haze", "kase"})
+# A greeting said with a glide at its end ("hej" in Slavic accents) is written as two words: "Hey, why
+# Stella?". These are lead-ins right after a greeting only, so "Why Stella left ..." is no wake word.
+GREETINGS = frozenset({"hey", "hi", "hay", "heh", "ay", "hello"})
+GREETING_TAILS = frozenset({"why", "ya"})
 
 
 class NameMatcher:
     """Finds the wake phrase's name token at the start of a transcript.
 
     The name is the phrase's last word ("hey stella" -> "stella"; "hey_jarvis" -> "jarvis").
-    It must come first or after lead-ins only (the phrase's own words, "hey", "a", "okay", ...),
-    within the first `len(phrase) + 1` words — "I told Stella" is not a wake word — at edit
-    distance <= 1 (exact for names shorter than 4 letters, where one edit is most of the word)
+    It must come first or after lead-ins only (the phrase's own words, "hey", "a", "okay", ..., and
+    "why" after a greeting), within the first `len(phrase) + 1` words — "I told Stella" is not a wake
+    word — at edit distance <= 1 (exact for names shorter than 4 letters, where one edit is most of the word)
     or sounding like it (`sounds_like`), also with the "s" whisper moved to a fused lead-in.
     """
 
@@ -361,11 +365,21 @@ class NameMatcher:
         return bool(key) and first >= 0 and any(c in sounds[first + 1:] for c in key[1:])
 
     def leads(self, reading: str) -> bool:
-        """The name as the reading's first or second word, whatever comes before it: the check of a name
-        only the acoustic model heard, where whisper writes a greeting it misheard ("Jens Stella",
-        "Since Stella") but not a mention ("My colleague Stella Price")."""
+        """The name as the reading's first or second word, whatever comes before it, or after lead-ins
+        (`match`): the check of a name only the acoustic model heard, where whisper writes a greeting it
+        misheard ("Jens Stella", "Since Stella") but not a mention ("My colleague Stella Price")."""
         said = words(reading)[:2]
-        return any(self.is_name(w, b) for w, b in zip(said, ["", *said], strict=False))
+        return any(self.is_name(w, b) for w, b in zip(said, ["", *said], strict=False)) or bool(self.match(reading))
+
+    def hears_another(self, reading: str) -> bool:
+        """Another name shaped like the name in the reading's first words, and not the name: "Hey Estelle"
+        (whisper's reading without the prompt, where the prompted one wrote "Hey Stella.")."""
+        said = words(reading)[:self.reach + 1]
+        return any(another_name(w, self.name) for w in said) and not any(sounds_like(w, self.name) for w in said)
+
+    def _leads_in(self, word: str, before: str) -> bool:
+        return (word in self.lead_ins or word in FUSED_LEAD_INS
+                or (word in GREETING_TAILS and before in GREETINGS))
 
     def match(self, transcript: str) -> NameMatch | None:
         spans = list(re.finditer(r"[A-Za-z0-9']+", transcript))
@@ -379,7 +393,7 @@ class NameMatcher:
                 else:  # the "hey" whisper ran into the word before ("Case") or into the name itself
                     lead = transcript[:spans[i - 1].start() if self._fused(word, before) else m.start()] + " Hey"
                 return NameMatch(rest.strip(), i + 1, lead.strip())
-            if word not in self.lead_ins and word not in FUSED_LEAD_INS:
+            if not self._leads_in(word, before):
                 return None
             before = word
         return None

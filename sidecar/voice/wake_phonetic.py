@@ -61,15 +61,25 @@ def syllables(word: str) -> int:
 
 
 def sounds_like(word: str, name: str) -> bool:
-    """The word could be the name said with an accent: the same consonant skeleton (of at
-    least two consonants: one matches too many words) and as many syllables — one more only as
-    a leading vowel ("estella") — so "still", "steel" and "stole" are not "stella" — ending the
-    same way (so "Estelle" is not either)."""
+    """The word could be the name said with an accent: shaped like it (`shaped_like`) and ending the
+    same way (so "Estelle" is not "stella")."""
+    return shaped_like(word, name) and ends_open(word) == ends_open(name)
+
+
+def another_name(word: str, name: str) -> bool:
+    """Shaped like the name but ending otherwise: whisper heard another name ("Estelle" for "stella")."""
+    return shaped_like(word, name) and ends_open(word) != ends_open(name)
+
+
+def shaped_like(word: str, name: str) -> bool:
+    """The same consonant skeleton (of at least two consonants: one matches too many words) and as
+    many syllables — one more only as a leading vowel ("estella") — so "still", "steel" and "stole"
+    are not "stella"."""
     key = phonetic_key(name)
     if len(key) < 2 or phonetic_key(word) != key:
         return False
     extra = syllables(word) - syllables(name)
-    return (extra == 0 or (extra == 1 and _letters(word)[:1] in VOWELS)) and ends_open(word) == ends_open(name)
+    return extra == 0 or (extra == 1 and _letters(word)[:1] in VOWELS)
 
 
 def ends_open(word: str) -> bool:

@@ -2,7 +2,7 @@
 
 Run: ``nice -n 19 .venv/bin/python tests/bench/wake_rates.py`` (held-out set; writes
 ``tests/bench/results/wake-heldout.md``, or ``wake-heldout-<engine>.md`` with ``--only``).
-``--set tuning`` (or ``seen`` to ``seen8``) runs tuning voices instead and writes nothing: thresholds and
+``--set tuning`` (or ``seen`` to ``seen9``) runs tuning voices instead and writes nothing: thresholds and
 matcher rules are chosen there, never on the held-out voices. ``--baseline`` adds the
 single-stage openWakeWord engine (costly: ~140 ms of CPU per second). ``--wakes-only`` skips
 the other speech (a quick look at false rejects).
@@ -490,9 +490,11 @@ def main() -> None:
     print(f"whisper calls {memo.calls}, memoised {memo.hits}")
     if args.dump:
         args.dump.write_text("\n".join(json.dumps(r) for r in DUMP) + "\n")
+    if not results:  # --wakes-only: the figures printed above are all there is (no false accepts to report)
+        return
     text = report(args, corpus, results, load_before, os.getloadavg(), time.monotonic() - began)
     print(text)
-    if args.set == "heldout" and not args.other_files and not args.wakes_only:
+    if args.set == "heldout" and not args.other_files:
         floor = f"-floor{args.name_floor}" if args.name_floor != default_floor() else ""
         (RESULTS / f"wake-heldout{'-' + args.only if args.only else ''}{floor}.md").write_text(text)
 

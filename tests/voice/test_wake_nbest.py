@@ -205,6 +205,13 @@ def test_a_name_only_the_prompted_readings_have_does_not_wake():
     assert [f.text for f in out if isinstance(f, UserTurnFrame)] == ["What time in it?"]
 
 
+def test_a_name_whisper_writes_otherwise_without_the_prompt_does_not_wake():
+    """Prompted, whisper writes "Hey Stella." for "Hey Estelle"; unprompted it writes the other name."""
+    out = take("Hey Estelle, good morning.", utterance(2.0), ["Hey Stella, good morning."],
+               plain=("Hey Estelle, good morning.", "Hey, Estelle. Good morning."))
+    assert not [f for f in out if isinstance(f, (WakeFrame, UserTurnFrame))]
+
+
 def test_a_name_whisper_finds_unlikely_without_the_prompt_does_not_wake():
     """Found in the transcript or in a reading, the name is scored with what came before it."""
     unlikely = Readings(["Hey Stella, nice dress."], likely=False)
@@ -335,6 +342,8 @@ def test_the_model_alone_wakes_her_only_if_whisper_prompted_with_the_phrase_writ
         step = sure_of("Okay, step look.", readings)
         assert [f.engine for f in step if isinstance(f, WakeFrame)] == ["phrase"], readings
         assert [f for f in step if isinstance(f, ListeningFrame)], "a bare wake word: she listens for the question"
+    split = sure_of("Hey, why still that? Skip this track.", ["Hey, why Stella? Skip this track."])
+    assert [f.engine for f in split if isinstance(f, WakeFrame)] == ["phrase"], "a greeting said as two words"
     mention = sure_of("My colleagues tell her prices on holiday.", ["My colleague Stella Price is on holiday."])
     assert not [f for f in mention if isinstance(f, WakeFrame)], "her name as the third word is a mention"
     noisy = sure_of("Who still have a house hidden?", ["Who's still a lumbar hand-sharing?"], noisy=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sidecar.voice.wake import NameMatcher
-from sidecar.voice.wake_phonetic import ends_open, phonetic_key, sounds_like, syllables
+from sidecar.voice.wake_phonetic import another_name, ends_open, phonetic_key, sounds_like, syllables
 
 
 @pytest.mark.parametrize("word", ["Stella", "stela", "Stellar", "Stettler", "Statler", "Estella", "Sdella",
@@ -42,6 +42,7 @@ def test_the_key_drops_vowels_merges_voicing_and_a_non_rhotic_r():
     ("Here's Tetler.", ""),
     ("Kistela.", ""),
     ("Thanks Stella. It's a time of five minutes.", "It's a time of five minutes."),
+    ("Hey, why Stella? Skip this track.", "Skip this track."),
 ])
 def test_the_matcher_takes_the_name_as_whisper_misspells_it(transcript, rest):
     found = NameMatcher("hey stella").match(transcript)
@@ -51,6 +52,22 @@ def test_the_matcher_takes_the_name_as_whisper_misspells_it(transcript, rest):
 @pytest.mark.parametrize("transcript", ["Please tell us what happened.", "Still waiting for the bus.",
                                         "Hey Stanley, over here.", "Hey, tell her I said hello.", "Hey Sheila!",
                                         "I told Stella about the party.", "Let's tell them.",
-                                        "Hey Estelle, over there."])
+                                        "Hey Estelle, over there.", "Why Stella left is a mystery.",
+                                        "So why Stella?"])
 def test_the_matcher_refuses_the_corpus_look_alikes(transcript):
     assert NameMatcher("hey stella").match(transcript) is None
+
+
+def test_another_name_is_shaped_like_the_name_but_ends_otherwise():
+    assert [w for w in ("Estelle", "Stell", "Stella", "still", "Estella", "Stanley") if another_name(w, "stella")] == [
+        "Estelle"], "'still' has one syllable: no name at all; 'Estella' is the name"
+    matcher = NameMatcher("hey stella")
+    assert matcher.hears_another("Hey Estelle, good morning.")
+    assert not matcher.hears_another("Hey Estelle, Stella!") and not matcher.hears_another("Hey, still here.")
+
+
+def test_the_name_after_a_greeting_split_in_two_leads_a_reading():
+    """A Macedonian "Hey Stella" whisper base reads "Hey, why Stella?": the name third, after lead-ins."""
+    matcher = NameMatcher("hey stella")
+    assert matcher.leads("Hey, why Stella? Skip this track.") and matcher.leads("Jens Stella.")
+    assert not matcher.leads("My colleague Stella Price.") and not matcher.leads("Tell me why Stella left.")
