@@ -80,17 +80,18 @@ def engines_to_run(trigger: float, baseline: bool, asr: str, floor: float, sure:
     early = f"its scores in the utterance's first {lead} s only"
     out = [
         Engine("phrase", "phrase", VoiceConfig(**ours, wake_engine="phrase", wake_phrase="hey stella"),
-               "VAD + whisper (prompted \"Hey Stella.\") + name token (first or after lead-ins; one edit or the "
-               "same phonetic key) in the transcript or in whisper's 4 best readings of the first 3 s, weighed "
-               f"against the hey_stella model's best score in the utterance ({early}): a name whisper wrote counts "
-               f"from {floor}, and the model alone wakes her from {sure} (in a quiet room only if whisper base, "
-               "prompted so, writes the name first or second in one of its 4 readings); a phonetic match ends as "
-               "the name does"),
+               "VAD + whisper (prompted \"Hey Stella.\") + name token (first or after lead-ins, \"why\" after a "
+               "greeting among them; one edit or the same phonetic key) in the transcript or in whisper's 4 best "
+               "readings of the first 3 s (unless its unprompted readings write another name shaped like it), "
+               f"weighed against the hey_stella model's best score in the utterance ({early}): a name whisper wrote "
+               f"counts from {floor}, and the model alone wakes her from {sure} (in a quiet room only if whisper "
+               "base, prompted so, writes the name first, second or after lead-ins in one of its 4 readings); a "
+               "phonetic match ends as the name does"),
         Engine("two_stage", "phrase", VoiceConfig(**ours, wake_engine="two_stage", wake_trigger_threshold=trigger),
                f"the hey_stella model at {trigger} opens a candidate + VAD gate + whisper (prompted \"Hey Stella.\") "
                f"confirms the name in its transcript or its 4 best readings of the first 3 s; the model alone wakes "
                f"her from {sure} ({early}; in a quiet room only if whisper base's prompted readings have the name "
-               "first or second)"),
+               "first, second or after lead-ins)"),
         Engine("acoustic", "phrase", VoiceConfig(**ours, wake_engine="openwakeword"),
                f"the hey_stella model alone at {VoiceConfig().wake_threshold} (openWakeWord's features, our head), "
                "single stage, no whisper"),

@@ -100,6 +100,21 @@ def test_in_noise_whisper_base_has_the_name_among_its_readings_where_tiny_often_
     assert found["base"] >= 10 and found["base"] > found["tiny"], found
 
 
+def test_whisper_base_prompted_with_the_phrase_leads_with_the_name_in_accents_and_not_in_its_sound_alikes():
+    """The model-alone check, on real readings: quiet wake words in the accents of seen sets (Macedonian,
+    whose "hej" whisper writes "Hey, why", Cantonese, Arabic, Armenian, Bengali, Belgian French, Georgian)
+    have the name first, second or after lead-ins; "I spilt tea on the sofa" and a mention, which the model
+    scored as high, do not (on this machine: 15 of 16 wake words, 0 of 16 others)."""
+    base = NameHypotheses(CT2Transcriber(Models().path(VoiceConfig().wake_nbest_noisy_model), 1))
+    matcher, led = NameMatcher("hey stella"), {"wake": 0, "other": 0}
+    for voice in ("mk+m4", "mk+f5", "yue+m2", "ar+f1", "hy+m3", "bn+m5", "fr-be+m6", "ka+m2"):
+        for kind, text in (("wake", "Hey Stella, skip this track."), ("wake", "Hey Stella."), ("other", "I spilt tea "
+                           "on the sofa."), ("other", "My colleague Stella Price is on holiday.")):
+            said = concat(silence(0.3), espeak(text, voice=voice, speed=160), silence(0.3))
+            led[kind] += any(map(matcher.leads, base.primed(said, "Hey Stella.")))
+    assert led["wake"] >= 14 and led["other"] <= 1, led
+
+
 @pytest.mark.parametrize("text, voice", [("Please tell us what happened.", {"voice": "en-us"}),
                                          ("Please tell us a story.", {"voice": "en-gb-x-rp+m3"}),
                                          ("Tell us about your day.", {"voice": "en-gb-scotland+f2"})])
