@@ -4,9 +4,9 @@ Run: ``.venv/bin/python tests/bench/wake_enrol_app.py [--voices 6] [--server URL
 ``tests/bench/results/wake-enrol-app.md`` and prints the figures (about 2 minutes a voice).
 
 `stella run` as a user starts it (tests/desktop/app_window.py: `user_desktop`), the phrase engine
-("hey stella", the default). The utterances are the held-out wake set's (tests/voice/wake_corpus.py,
-folder v6: never used for tuning or training), cut from its clean and 10 dB SNR streams. For each
-of `--voices` voices spread over the set, as its user would:
+("hey stella", the default). The utterances are the held-out wake set's (tests/voice/wake_corpus.py:
+never used for tuning or training; folder v6 when the README's figures were measured), cut from its clean
+and 10 dB SNR streams. For each of `--voices` voices spread over the set, as its user would:
 
 1. untaught (Settings → Forget my voice, if one was taught): its last three wake utterances, clean
    and noisy, said into the microphone sink: which woke her;
@@ -162,7 +162,8 @@ def write(args: argparse.Namespace, voices: list[str], not_taught: list[str], be
         "",
         f"Command: `.venv/bin/python tests/bench/wake_enrol_app.py --voices {args.voices}`. Machine: "
         f"{os.cpu_count()} cores, {platform.machine()}; load {load:.1f} at the start; wall time {wall:.0f} s. "
-        f"Held-out voices (set v6): {', '.join(voices)}; taught: {len(voices) - len(not_taught)}"
+        f"Held-out voices (set {wake_corpus.FOLDER['heldout']}): {', '.join(voices)}; "
+        f"taught: {len(voices) - len(not_taught)}"
         + (f" (not: {', '.join(not_taught)} — no take reached the model's floor in half a minute)" if not_taught
            else "") + ".",
         "",
