@@ -285,11 +285,11 @@ class TurnTaker(Processor):
                 score is None or self.acoustic.asks_whisper(score, personal)):  # type: ignore[union-attr]
             found = await self._second_guess(text, utterance)
         heard = found is not None  # whisper wrote the name (the model may still refuse it)
-        if sure and found is None and not addressed and utterance.verify_wake and not await self._primed_hears(
-                utterance, score):
-            score = 0.0  # the model alone was wrong: "I spilt tea on the sofa", "Hey, spell it for me"
+        # the model alone was wrong: "I spilt tea on the sofa", "Hey, spell it for me"
+        alone_wrong = sure and found is None and not addressed and utterance.verify_wake and not (
+            await self._primed_hears(utterance, score))
         if score is not None and not addressed:
-            found = self._weigh(found, score, personal)
+            found = None if alone_wrong else self._weigh(found, score, personal)
         elif sure and found is None:  # her name again in what follows a wake word: it is the question all the same
             await self.push(WakeFrame(word=self.wake_word, score=1.0, engine=self.engine, t=utterance.end))
             self.window.wake(utterance.end)
