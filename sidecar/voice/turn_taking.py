@@ -341,9 +341,13 @@ class TurnTaker(Processor):
         Those readings are prompted with the phrase, which makes whisper write the name for a
         look-alike too ("Hey Bella" -> "Hey Stella."). So the name must also *sound* there without
         the prompt: its first consonant, then another of its consonants, at the start of one of
-        the unprompted readings (`NameMatcher.sounds_in`), and none of them may write another name like
-        it instead ("Hey Estelle": `NameMatcher.hears_another`)."""
+        the unprompted readings (`NameMatcher.sounds_in`). Where the transcript or an unprompted reading
+        writes another name shaped like it instead ("Hey Estelle": `NameMatcher.hears_another`), none is
+        looked for: whisper heard that name, and its prompted guesses would write hers for it."""
         assert self.hypotheses is not None
+        if self.matcher.hears_another(text):  # whisper's best guess is another name: not hers misheard
+            log.info("whisper wrote another name shaped like hers: not taken")
+            return None
         readings = await asyncio.to_thread(self.hypotheses, utterance.audio, self.prompt)
         found = next((m for m in map(self.matcher.match, readings) if m is not None), None)
         if found is None:

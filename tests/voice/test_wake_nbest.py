@@ -221,10 +221,17 @@ def test_a_name_only_the_prompted_readings_have_does_not_wake():
 
 
 def test_a_name_whisper_writes_otherwise_without_the_prompt_does_not_wake():
-    """Prompted, whisper writes "Hey Stella." for "Hey Estelle"; unprompted it writes the other name."""
-    out = take("Hey Estelle, good morning.", utterance(2.0), ["Hey Stella, good morning."],
+    """Prompted, whisper writes "Hey Stella." for "Hey Estelle" among its next guesses; its transcript or its
+    unprompted readings write the other name."""
+    out = take("Hey Estelle, good morning.", utterance(2.0),
+               ["Hey Estelle, good morning.", "Hey Stella, good morning."])
+    assert not [f for f in out if isinstance(f, (WakeFrame, UserTurnFrame))], "the transcript has the other name"
+    out = take("Hey a style, good morning.", utterance(2.0), ["Hey Stella, good morning."],
                plain=("Hey Estelle, good morning.", "Hey, Estelle. Good morning."))
-    assert not [f for f in out if isinstance(f, (WakeFrame, UserTurnFrame))]
+    assert not [f for f in out if isinstance(f, (WakeFrame, UserTurnFrame))], "an unprompted reading has it"
+    out = take("Hey a style, good morning.", utterance(2.0), ["Hey Stella, good morning."],
+               plain=("Hey a stellar, good morning.",))
+    assert [f.text for f in out if isinstance(f, UserTurnFrame)] == ["good morning."]
 
 
 def test_a_name_whisper_finds_unlikely_without_the_prompt_does_not_wake():
