@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from tests.bench.wake_enrol_app import Tally, click, cut, say  # noqa: E402
+from tests.bench.wake_enrol_app import Tally, click, cut, publish, say  # noqa: E402
 from tests.desktop.app_window import user_desktop  # noqa: E402
 from tests.voice import wake_corpus  # noqa: E402
 from tests.voice.wake_corpus import Stream  # noqa: E402
@@ -102,9 +102,7 @@ def write(args: argparse.Namespace, voices: list[str], tallies: dict[str, Tally]
         "",
         *[f"- {m}" for t in (clean, noisy, other) for m in t.misses],
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    RESULTS.write_text(text, encoding="utf-8")
+    publish(lines, RESULTS)
 
 
 if __name__ == "__main__":

@@ -53,6 +53,13 @@ FORGET_SHOWN = "!document.getElementById('enrol-forget').hidden"
 LISTENING = "document.getElementById('wake').dataset.voice === 'ready'"
 
 
+def publish(lines: list[str], path: Path) -> None:
+    """Print the report and write it to `path`."""
+    text = "\n".join(lines) + "\n"
+    print(text)
+    path.write_text(text, encoding="utf-8")
+
+
 def click(desktop: UserDesktop, element: str) -> None:
     desktop.page.eval(f"(() => {{ document.getElementById('{element}').click(); return true; }})()")
 
@@ -176,9 +183,7 @@ def write(args: argparse.Namespace, voices: list[str], not_taught: list[str], be
         "",
         *[f"- {m}" for c in ("clean", "noisy", "others") for m in after[c].misses],
     ]
-    text = "\n".join(lines) + "\n"
-    print(text)
-    RESULTS.write_text(text, encoding="utf-8")
+    publish(lines, RESULTS)
 
 
 if __name__ == "__main__":
