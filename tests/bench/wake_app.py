@@ -22,25 +22,16 @@ import os
 import platform
 import sys
 import time
-import wave
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-import numpy as np  # noqa: E402
-
-from tests.bench.wake_enrol_app import Tally, click, cut, publish, say  # noqa: E402
+from tests.bench.wake_enrol_app import Tally, click, cut, publish, say, spread  # noqa: E402
 from tests.desktop.app_window import user_desktop  # noqa: E402
 from tests.voice import wake_corpus  # noqa: E402
-from tests.voice.wake_corpus import Stream  # noqa: E402
 
 RESULTS = REPO / "tests" / "bench" / "results" / "wake-app.md"
-
-
-def pcm_of(stream: Stream, condition: str) -> np.ndarray:
-    with wave.open(str(stream.wav(condition))) as w:
-        return np.frombuffer(w.readframes(w.getnframes()), np.int16)
 
 
 def main() -> int:
@@ -52,27 +43,24 @@ def main() -> int:
     started, load = time.time(), os.getloadavg()
     corpus = wake_corpus.load(("heldout",))
     wakes = corpus.wake["heldout"]["phrase"]
-    every = list(dict.fromkeys(s.voice for s in wakes.spans))
-    voices = every[::max(1, len(every) // args.voices)][:args.voices]
-    others = [(stream, span) for stream in corpus.other["heldout"] for span in stream.spans]
-    others = others[::max(1, len(others) // args.other)][:args.other]
+    voices = spread(list(dict.fromkeys(s.voice for s in wakes.spans)), args.voices)
+    others = spread([(stream, span) for stream in corpus.other["heldout"] for span in stream.spans], args.other)
     tallies = {c: Tally() for c in ("clean", "noisy", "other")}
     with contextlib.ExitStack() as stack:
         desktop = user_desktop(stack, args.server, {"STELLA_VOICE__WAKE_WINDOW_S": "1",
                                                     "STELLA_CHAT__MAX_TOKENS": "8"})
         click(desktop, "open-settings")
         for condition in ("clean", "noisy"):
-            pcm = pcm_of(wakes, condition)
+            pcm = wakes.pcm(condition)
             for span in (s for s in wakes.spans if s.voice in voices):
                 woke, shown = say(desktop, cut(pcm, span))
                 tallies[condition].add(woke)
                 if not woke:
                     tallies[condition].misses.append(f"{condition}: {span.voice} \"{span.text}\" — {shown}")
             print(f"{condition}: woke {tallies[condition].row()}", flush=True)
-        streams: dict[str, np.ndarray] = {}
+        pcms = {stream.name: stream.pcm("clean") for stream in {s.name: s for s, _ in others}.values()}
         for stream, span in others:
-            pcm = streams.setdefault(stream.name, pcm_of(stream, "clean"))
-            woke, shown = say(desktop, cut(pcm, span))
+            woke, shown = say(desktop, cut(pcms[stream.name], span))
             tallies["other"].add(woke)
             if woke:
                 tallies["other"].misses.append(f"other ({span.scene}): {span.voice} \"{span.text}\" — {shown}")

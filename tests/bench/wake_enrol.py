@@ -28,7 +28,6 @@ import os
 import platform
 import sys
 import time
-import wave
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,8 +65,7 @@ class Hops:
 def hops_of(model: WakeModel, stream: Stream, condition: str, floor: float, keep_all: bool) -> Hops:
     name = f"{stream.name}-{condition}-{'all' if keep_all else floor}.npz"
     cache = wake_corpus.ROOT / "enrol2" / stream.folder / name
-    with wave.open(str(stream.wav(condition))) as w:
-        pcm = np.frombuffer(w.readframes(w.getnframes()), np.int16)
+    pcm = stream.pcm(condition)
     if cache.exists():
         with np.load(cache) as f:
             return Hops(f["score"], f["t"], f["window"].astype(np.float32), f["kept"], pcm if keep_all else None)

@@ -27,9 +27,9 @@ import os
 import platform
 import sys
 import time
-import wave
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
@@ -51,6 +51,7 @@ ENROL_NOTE = "document.getElementById('enrol-note').textContent"
 IDLE = "document.getElementById('state').dataset.state === 'idle'"
 FORGET_SHOWN = "!document.getElementById('enrol-forget').hidden"
 LISTENING = "document.getElementById('wake').dataset.voice === 'ready'"
+T = TypeVar("T")
 
 
 def publish(lines: list[str], path: Path) -> None:
@@ -58,6 +59,11 @@ def publish(lines: list[str], path: Path) -> None:
     text = "\n".join(lines) + "\n"
     print(text)
     path.write_text(text, encoding="utf-8")
+
+
+def spread(items: list[T], n: int) -> list[T]:
+    """`n` of the items, evenly spaced from the first."""
+    return items[::max(1, len(items) // n)][:n]
 
 
 def click(desktop: UserDesktop, element: str) -> None:
@@ -120,12 +126,8 @@ def main() -> int:
     args = parser.parse_args()
     started, load = time.time(), os.getloadavg()
     stream = wake_corpus.load(("heldout",)).wake["heldout"]["phrase"]
-    pcm = {}
-    for condition in ("clean", "noisy"):
-        with wave.open(str(stream.wav(condition))) as w:
-            pcm[condition] = np.frombuffer(w.readframes(w.getnframes()), np.int16)
-    every = list(dict.fromkeys(s.voice for s in stream.spans))
-    voices = every[::max(1, len(every) // args.voices)][:args.voices]
+    pcm = {condition: stream.pcm(condition) for condition in ("clean", "noisy")}
+    voices = spread(list(dict.fromkeys(s.voice for s in stream.spans)), args.voices)
     spans = {v: [s for s in stream.spans if s.voice == v] for v in voices}
     before = {c: Tally() for c in ("clean", "noisy")}
     after = {c: Tally() for c in ("clean", "noisy", "others")}

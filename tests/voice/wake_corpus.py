@@ -48,6 +48,7 @@ import random
 import re
 import subprocess
 import sys
+import wave
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -799,6 +800,11 @@ class Stream:
 
     def wav(self, condition: str) -> Path:
         return ROOT / self.folder / f"{self.name}-{condition}.wav"
+
+    def pcm(self, condition: str) -> np.ndarray:
+        """The stream's `condition` file as int16 samples, as it was generated."""
+        with wave.open(str(self.wav(condition))) as w:
+            return np.frombuffer(w.readframes(w.getnframes()), np.int16)
 
     @property
     def speech_s(self) -> float:
