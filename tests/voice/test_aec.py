@@ -348,3 +348,51 @@ def test_a_long_silence_rests_the_tracker_and_her_next_words_find_a_path_that_mo
     assert canceller.tracker.delay_s == pytest.approx(0.200, abs=0.002)
     tail = slice(len(pcm) - 2 * RATE, len(pcm) - BLOCK)
     assert db(echo[tail]) - db(to_float(np.concatenate(out))[tail]) >= 15
+
+
+def test_a_window_with_only_the_end_of_her_reply_in_it_is_not_measured():
+    """Through PulseAudio such windows (a quarter her fading voice, then digital silence) peaked at
+    random lags, twice in a row at the search's edge: a 500 ms path was taken after a reply and the
+    next reply's start went through uncancelled. Whatever such a window shows, it is not measured;
+    her first words filling half a window are."""
+    reply = talk(2.25, seed=14)  # measured every 0.5 s: the window ending at 3 s holds its last quarter second
+    reply[-RATE // 4:] = np.convolve(np.random.default_rng(14).standard_normal(RATE // 4), np.ones(4) / 4, "same") / 10
+    ref = np.concatenate([reply, np.zeros(2 * RATE, np.float32)])
+    tracker = DelayTracker()
+    heard = through(room_impulse(20, -12, 150), ref)
+    cut = int(2.75 * RATE)
+    track(heard[:cut], ref[:cut], tracker)
+    assert tracker.delay_s == pytest.approx(0.020, abs=0.001)
+    measured = len(tracker.measures)
+    track(heard[cut:], ref[cut:], tracker)
+    assert len(tracker.measures) == measured, "a window three quarters silent was measured"
+    started = DelayTracker()
+    ref = np.concatenate([np.zeros(RATE // 2, np.float32), talk(1.0, seed=15)])
+    track(through(room_impulse(20, -12, 150), ref), ref, started)
+    assert [m.delay_s for m in started.measures] == pytest.approx([0.020, 0.020], abs=0.001)
+
+
+def test_a_peak_at_the_edge_of_the_lags_searched_is_not_a_path():
+    ref = talk(4.0, seed=16)
+    tracker = track(through(room_impulse(500, -6, 0), ref), ref, DelayTracker(max_delay_s=0.5))
+    assert tracker.delay_s is None and tracker.measures == []
+    tracker = track(through(room_impulse(480, -6, 0), ref), ref, DelayTracker(max_delay_s=0.5))
+    assert tracker.delay_s == pytest.approx(0.480, abs=0.001)
+
+
+def test_a_new_path_is_taken_only_when_clearly_measured_and_a_faint_one_leaves_the_held_path():
+    """Two windows half the same audio agree on a chance peak as readily as on a path: a peak
+    barely clear of the rest does not move the filter (an echo that faint, near the room's noise,
+    matters little); a clear one does."""
+    ref = talk(9.0, seed=17)
+    noise = np.random.default_rng(99).standard_normal(len(ref)).astype(np.float32) * 3e-3
+    tracker = track(through(room_impulse(40, -6, 150), ref[:3 * RATE]), ref[:3 * RATE])
+    assert tracker.delay_s == pytest.approx(0.040, abs=0.001)
+    faint = slice(3 * RATE, 6 * RATE)
+    track(through(room_impulse(120, -33, 150), ref[faint]) + noise[faint], ref[faint], tracker)
+    assert {round(m.delay_s, 3) for m in tracker.measures[-4:]} == {0.120}, "the faint path was measured"
+    assert max(m.clarity for m in tracker.measures[-4:]) < tracker.move_clarity
+    assert tracker.delay_s == pytest.approx(0.040, abs=0.001), "a faint path moved the filter"
+    clear = slice(6 * RATE, 9 * RATE)
+    track(through(room_impulse(120, -6, 150), ref[clear]), ref[clear], tracker)
+    assert tracker.delay_s == pytest.approx(0.120, abs=0.001)
