@@ -232,7 +232,10 @@ class DeviceSource(Source):
                 async with asyncio.timeout(timeout):  # not wait_for: no task per block
                     await self._arrived.wait()
             except TimeoutError:
-                self._lost(f"no audio for {timeout:.0f} s")
+                # the timer fires only once this loop runs again: blocks waiting in the ring mean a
+                # late engine (a loaded machine), not a microphone that stopped
+                if not self._ring.available():
+                    self._lost(f"no audio for {timeout:.0f} s")
             self._arrived.clear()
             if self._stopped_by_device:
                 self._lost("the audio stream stopped")

@@ -4,11 +4,14 @@ none once the engine's loop is gone."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from types import SimpleNamespace
 
 import numpy as np
 
 from sidecar.clock import Clock
+from sidecar.frames import AudioFrame, EndFrame
 from sidecar.pipeline import Pipeline, Processor
 from sidecar.voice.capture import DeviceSource, WakeUps
 
@@ -69,3 +72,49 @@ def test_a_stream_that_outlives_the_engines_loop_ends_quietly():
     source._finished()  # the stream ending
     source.wake_ups.under_way = True
     source._callback(np.zeros((512, 1), np.int16), 512, None, SimpleNamespace(input_overflow=False))  # a block
+
+
+class Talking(DeviceSource):
+    """A DeviceSource whose "device" is a thread writing a 32 ms block into the ring every 32 ms,
+    as PortAudio's callback does."""
+
+    async def start(self) -> None:
+        self._loop, self._arrived = asyncio.get_running_loop(), asyncio.Event()
+        self.device_name = "test"
+        self._thread = threading.Thread(target=self._talk, daemon=True)
+        self._thread.start()
+
+    def _talk(self) -> None:
+        while not self._ended:
+            self._callback(np.zeros((self.block, 1), np.int16), self.block, None, SimpleNamespace(input_overflow=False))
+            time.sleep(self.block / 16000)
+
+    async def stop(self) -> None:
+        self._ended = True
+        self._thread.join()
+
+
+class Busy(Processor):
+    """Blocks the engine's event loop for `stall_s` at the first audio block (a loaded machine's
+    model load or a long GIL hold), then ends the session after `blocks` more."""
+
+    def __init__(self, stall_s: float, blocks: int) -> None:
+        super().__init__()
+        self.stall_s, self.blocks, self.seen = stall_s, blocks, 0
+
+    async def process(self, frame, direction) -> None:  # noqa: ANN001
+        if isinstance(frame, AudioFrame):
+            if self.seen == 0:
+                time.sleep(self.stall_s)
+            self.seen += 1
+            if self.seen == self.blocks:
+                await self.push(EndFrame())
+        await self.push(frame, direction)
+
+
+def test_a_stalled_engine_is_not_taken_for_a_microphone_that_stopped():
+    """The stall timer can only fire once the engine's loop runs again, and then the blocks the
+    microphone delivered meanwhile are waiting: that is a late engine, not a lost microphone."""
+    busy = Busy(stall_s=0.6, blocks=40)
+    asyncio.run(asyncio.wait_for(Pipeline([Talking("default", 32, stall_s=0.2), busy], Clock()).run(), 10))
+    assert busy.seen >= 40, "the session ended before the blocks after the stall came"
