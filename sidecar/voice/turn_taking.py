@@ -286,10 +286,13 @@ class TurnTaker(Processor):
             found = await self._second_guess(text, utterance)
         heard = found is not None  # whisper wrote the name (the model may still refuse it)
         # the model alone was wrong: "I spilt tea on the sofa", "Hey, spell it for me"
-        alone_wrong = sure and found is None and not addressed and utterance.verify_wake and not (
-            await self._primed_hears(utterance, score))
+        primed = await self._primed(utterance, score) if (
+            sure and found is None and not addressed and utterance.verify_wake) else None
+        alone_wrong = sure and found is None and not addressed and utterance.verify_wake and primed is None
         if score is not None and not addressed:
             found = None if alone_wrong else self._weigh(found, score, personal)
+            if found is not None and not heard and primed is not None and primed.upto:  # base's words
+                found = self._covered(primed, text, utterance)
         elif sure and found is None:  # her name again in what follows a wake word: it is the question all the same
             await self.push(WakeFrame(word=self.wake_word, score=1.0, engine=self.engine, t=utterance.end))
             self.window.wake(utterance.end)
@@ -320,9 +323,9 @@ class TurnTaker(Processor):
 
     def _weigh(self, found: NameMatch | None, score: float, personal: float | None) -> NameMatch | None:
         """The acoustic model's say: a name whisper wrote that did not sound like it is dropped; one
-        the model is sure of wakes her without whisper (a bare wake word: she listens for the
-        question, since whisper's words for the utterance are not to be trusted). Once the user
-        enrolled, the verifier's say decides with the model's (`AcousticOpinion`)."""
+        the model is sure of wakes her without whisper (its question is what whisper base's reading
+        that led with the name says after it, in a quiet room: `_primed`). Once the user enrolled,
+        the verifier's say decides with the model's (`AcousticOpinion`)."""
         assert self.acoustic is not None
         if not self.acoustic.weigh(score, found is not None, personal):
             if found is not None:
@@ -358,26 +361,34 @@ class TurnTaker(Processor):
             log.debug("the name only in prompted readings %r; without the prompt %r", readings, plain)
             return None
         log.debug("wake word in whisper's n-best: %r for %r (without the prompt: %r)", readings, text, plain)
+        return self._covered(found, text, utterance)
+
+    def _covered(self, found: NameMatch, text: str, utterance: UtteranceFrame) -> NameMatch:
+        """A reading's name and what follows it: the reading's own words if it covers the utterance (the
+        readings are of its first `head_s`), else the transcript after as many words."""
+        assert self.hypotheses is not None
         if len(utterance.audio) / RATE <= self.hypotheses.head_s:
             return found
         return NameMatch(" ".join(text.split()[found.upto:]), found.upto)
 
-    async def _primed_hears(self, utterance: UtteranceFrame, score: float | None) -> bool:
-        """Whether whisper base (`Hypotheses.primed`), prompted with the phrase, writes the name first or
-        second in one of its n-best readings of an utterance the model alone is sure of in a quiet room.
+    async def _primed(self, utterance: UtteranceFrame, score: float | None) -> NameMatch | None:
+        """The name as whisper base (`Hypotheses.primed`), prompted with the phrase, writes it first or
+        second in one of its n-best readings of an utterance the model alone is sure of in a quiet room,
+        with the words after it (the question said in the same breath); None if no reading has it.
         An accented "Hey Stella" tiny.en wrote as "Okay, step look" is "Hey Stella." or "Jens Stella"
         among them; "I spilt tea on the sofa" and "Hey, spell it for me", which the model was as sure of,
-        stay themselves, even so prompted. In noise (and with no n-best to ask) the model is trusted:
-        whisper base missed the name there in 12 of seen v7's accented wake words the model was sure of."""
+        stay themselves, even so prompted. In noise (and with no n-best to ask) the model is trusted
+        and nothing is read (a bare wake word: she listens for the question): whisper base missed the
+        name there in 12 of seen v7's accented wake words the model was sure of."""
         if self.hypotheses is None or self.hypotheses.in_noise(utterance.audio):
-            return True
+            return NameMatch("")
         readings = await asyncio.to_thread(self.hypotheses.primed, utterance.audio, self.prompt)
-        if any(map(self.matcher.leads, readings)):
-            return True
+        if found := next(filter(None, map(self.matcher.leading, readings)), None):
+            return found
         log.info("the acoustic model alone heard the name (%.2f), whisper prompted with it did not: not taken",
                  score or 0.0)
         log.debug("the model's name not in whisper's prompted readings %r", readings)
-        return False
+        return None
 
     async def _likely_name(self, found: NameMatch, utterance: UtteranceFrame) -> NameOdds:
         """Whisper's odds for the name without the prompt (not taken: a look-alike, "Hey Estelle"

@@ -368,8 +368,19 @@ class NameMatcher:
         """The name as the reading's first or second word, whatever comes before it, or after lead-ins
         (`match`): the check of a name only the acoustic model heard, where whisper writes a greeting it
         misheard ("Jens Stella", "Since Stella") but not a mention ("My colleague Stella Price")."""
-        said = words(reading)[:2]
-        return any(self.is_name(w, b) for w, b in zip(said, ["", *said], strict=False)) or bool(self.match(reading))
+        return self.leading(reading) is not None
+
+    def leading(self, reading: str) -> NameMatch | None:
+        """`leads`, with what follows the name: "Since Stella will it snow?" -> "will it snow?"."""
+        if found := self.match(reading):
+            return found
+        before = ""
+        for i, m in enumerate(list(re.finditer(r"[A-Za-z0-9']+", reading))[:2]):
+            if self.is_name(m.group().lower(), before):
+                return NameMatch(reading[m.end():].lstrip(" ,.!?;:-\u2014").strip(), i + 1,
+                                 reading[:m.start()].strip())
+            before = m.group().lower()
+        return None
 
     def hears_another(self, reading: str) -> bool:
         """Another name shaped like the name in the reading's first words, and not the name: "Hey Estelle"

@@ -348,10 +348,11 @@ def test_look_alikes_do_not_wake_the_phrase_front_end(engines, hypotheses, piper
 def test_the_model_alone_wakes_her_only_if_whisper_prompted_with_the_phrase_writes_the_name():
     """The model was as sure (0.98) of an Arabic voice's "I spilt tea on the sofa" as of a Cantonese
     "Hey Stella" whisper wrote "Okay, step look": prompted with the phrase, whisper (base) has the name
-    first or second among its readings of the second, never of the first. In noise, where whisper
-    misses accented names, the model alone decides."""
-    def sure_of(text: str, readings: list[str], noisy: bool = False) -> list[Frame]:
-        u = dataclasses.replace(utterance(2.0), wake_score=0.98)
+    first or second among its readings of the second, never of the first; what that reading says after
+    the name is the question said in the same breath. In noise, where whisper misses accented names, the
+    model alone decides, and she listens for the question."""
+    def sure_of(text: str, readings: list[str], noisy: bool = False, seconds: float = 2.0) -> list[Frame]:
+        u = dataclasses.replace(utterance(seconds), wake_score=0.98)
         hypotheses = Readings(readings)
         hypotheses.noisy = noisy
         return harness.run([TranscriptFrame(text=text, asr_ms=1.0, utterance=u, t=u.t), EndFrame()],
@@ -360,13 +361,26 @@ def test_the_model_alone_wakes_her_only_if_whisper_prompted_with_the_phrase_writ
     spilt = sure_of("I've still teed on the sofa.", ["I've filled D on the sofa.", "I've built D on the sofa."])
     assert not [f for f in spilt if isinstance(f, (WakeFrame, UserTurnFrame, ListeningFrame))]
     assert [f.acoustic for f in spilt if isinstance(f, WakeCheckFrame)] == [0.98], "the meter shows the model's say"
-    for readings in (["Hey Stella.", "Hey Stella, I am the enemy."], ["Since Stella will it snow?"]):
-        step = sure_of("Okay, step look.", readings)
-        assert [f.engine for f in step if isinstance(f, WakeFrame)] == ["phrase"], readings
-        assert [f for f in step if isinstance(f, ListeningFrame)], "a bare wake word: she listens for the question"
+    step = sure_of("Okay, step look.", ["Hey Stella.", "Hey Stella, I am the enemy."])
+    assert [f.engine for f in step if isinstance(f, WakeFrame)] == ["phrase"]
+    assert [f for f in step if isinstance(f, ListeningFrame)], "a bare wake word: she listens for the question"
+    assert not [f for f in step if isinstance(f, UserTurnFrame)]
+    snow = sure_of("Since they love it snow?", ["Since Stella will it snow?"])
+    assert [f.engine for f in snow if isinstance(f, WakeFrame)] == ["phrase"]
+    assert [f.text for f in snow if isinstance(f, UserTurnFrame)] == ["will it snow?"], \
+        "the question said in the same breath, as the reading that led with the name has it"
     split = sure_of("Hey, why still that? Skip this track.", ["Hey, why Stella? Skip this track."])
     assert [f.engine for f in split if isinstance(f, WakeFrame)] == ["phrase"], "a greeting said as two words"
+    assert [f.text for f in split if isinstance(f, UserTurnFrame)] == ["Skip this track."]
+    long = sure_of("Okay, step look, tell me about the history of Rome.", ["Hey Stella, tell me about the"],
+                   seconds=5.0)
+    assert [f.text for f in long if isinstance(f, UserTurnFrame)] == ["look, tell me about the history of Rome."], \
+        "past the readings' 3 s, the transcript after as many words"
     mention = sure_of("My colleagues tell her prices on holiday.", ["My colleague Stella Price is on holiday."])
     assert not [f for f in mention if isinstance(f, WakeFrame)], "her name as the third word is a mention"
     noisy = sure_of("Who still have a house hidden?", ["Who's still a lumbar hand-sharing?"], noisy=True)
     assert [f.engine for f in noisy if isinstance(f, WakeFrame)] == ["phrase"], "in noise the model alone decides"
+    assert [f for f in noisy if isinstance(f, ListeningFrame)] and not [
+        f for f in noisy if isinstance(f, UserTurnFrame)], "no reading in noise: a bare wake word"
+    noisy = sure_of("Who still have a house hidden? Tell me about the history of Rome.", [], noisy=True, seconds=5.0)
+    assert not [f for f in noisy if isinstance(f, UserTurnFrame)], "nor is a long utterance's transcript taken"
