@@ -378,13 +378,15 @@ class TurnTaker(Processor):
         An accented "Hey Stella" tiny.en wrote as "Okay, step look" is "Hey Stella." or "Jens Stella"
         among them; "I spilt tea on the sofa" and "Hey, spell it for me", which the model was as sure of,
         stay themselves, even so prompted. In noise (and with no n-best to ask) the model is trusted
-        and nothing is read (a bare wake word: she listens for the question): whisper base missed the
-        name there in 12 of seen v7's accented wake words the model was sure of."""
-        if self.hypotheses is None or self.hypotheses.in_noise(utterance.audio):
+        whatever the readings say, a bare wake word if none has the name (she listens for the question):
+        whisper base missed the name there in 12 of seen v7's accented wake words the model was sure of."""
+        if self.hypotheses is None:
             return NameMatch("")
         readings = await asyncio.to_thread(self.hypotheses.primed, utterance.audio, self.prompt)
         if found := next(filter(None, map(self.matcher.leading, readings)), None):
             return found
+        if self.hypotheses.in_noise(utterance.audio):
+            return NameMatch("")
         log.info("the acoustic model alone heard the name (%.2f), whisper prompted with it did not: not taken",
                  score or 0.0)
         log.debug("the model's name not in whisper's prompted readings %r", readings)

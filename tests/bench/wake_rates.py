@@ -47,7 +47,7 @@ import numpy as np  # noqa: E402
 from remote_api.shared.models.provision import Models  # noqa: E402
 from sidecar.clock import Clock  # noqa: E402
 from sidecar.config import VoiceConfig  # noqa: E402
-from sidecar.frames import Frame, TranscriptFrame, WakeFrame  # noqa: E402
+from sidecar.frames import Frame, TranscriptFrame, UserTurnFrame, WakeFrame  # noqa: E402
 from sidecar.pipeline import Direction, Pipeline, Processor  # noqa: E402
 from sidecar.voice.asr import Transcribes  # noqa: E402
 from sidecar.voice.audio import snr_db  # noqa: E402
@@ -58,6 +58,7 @@ from sidecar.voice.wake_confirm import SLACK_S, WakeCandidateFrame  # noqa: E402
 from sidecar.voice.wake_nbest import NameHypotheses, NameOdds  # noqa: E402
 from sidecar.voice_loop import LoadedModels, listening, name_hypotheses  # noqa: E402
 from tests.voice import wake_corpus  # noqa: E402
+from tests.voice.speech import heard_fraction  # noqa: E402
 from tests.voice.wake_corpus import SNR_DB, Corpus, Span, Stream  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
@@ -205,10 +206,13 @@ class Wakes(Processor):
         self.scores: dict[float, float] = {}  # utterance start -> the acoustic model's best score in it
         self.snr: dict[float, float] = {}  # utterance start -> its estimated SNR (dB)
         self.audio: dict[float, np.ndarray] = {}  # utterance start -> its audio, if the model scored it (--keep-audio)
+        self.turns: list[tuple[float, str]] = []  # (speech end, text) of each turn she took
 
     async def process(self, frame: Frame, direction: Direction) -> None:
         if isinstance(frame, WakeFrame):
             self.wakes.append(frame.t)
+        elif isinstance(frame, UserTurnFrame) and frame.speech_end is not None:
+            self.turns.append((frame.speech_end, frame.text))
         await self.push(frame, direction)
 
 
@@ -264,6 +268,9 @@ class Tally:
     hit_ranks: dict[str, int] = field(default_factory=dict)  # n-best checks on wake utterances: the name's rank
     false_ranks: dict[str, int] = field(default_factory=dict)  # the same in the other speech
     hit_odds: list[float | None] = field(default_factory=list)  # the name's odds without the prompt, wake utterances
+    asked: int = 0  # wake utterances with a request after the name that woke her
+    answered: dict[str, int] = field(default_factory=dict)  # ... whose request became her turn, by what found the name
+    dropped: dict[str, int] = field(default_factory=dict)  # ... whose request did not
     false_odds: list[float | None] = field(default_factory=list)  # the same in the other speech
 
     @property
@@ -379,7 +386,12 @@ def run_wakes(engines: LoadedModels, engine: Engine, stream: Stream, condition: 
         heard = heard_over(seen, s.start, s.end)
         if id(s) in hits:
             sure = engine.config.wake_acoustic_sure
-            count(tally.found_by, "acoustic model" if alone else finder(matcher, heard, sure))
+            found = "acoustic model" if alone else finder(matcher, heard, sure)
+            count(tally.found_by, found)
+            if (said := matcher.match(s.text)) and said.rest:  # the request said in the same breath
+                tally.asked += 1
+                taken = any(inside(t, [s]) and heard_fraction(said.rest, text) >= 0.5 for t, text in seen.turns)
+                count(tally.answered if taken else tally.dropped, found)
         else:
             tally.missed.append((s, shown(heard)))
             count(tally.lost, "acoustic model" if alone else loser(matcher, id(s) in triggered or not two_stage, heard))
@@ -478,7 +490,9 @@ def main() -> None:
             run_wakes(engines, engine, corpus.wake[args.set][engine.corpus], condition, tally)
             print(f"  {condition}: missed {len(tally.missed)}/{tally.wake_total} ({tally.fr:.1%}), lost at "
                   f"{tally.lost}; found by {tally.found_by}; n-best rank of the name {tally.hit_ranks}; "
-                  f"the name's odds {odds_text(tally.hit_odds)}", flush=True)
+                  f"the name's odds {odds_text(tally.hit_odds)}; of {tally.asked} requests said with the name, "
+                  f"half their words or more became her turn in {sum(tally.answered.values())} (found by "
+                  f"{tally.answered}), not in {tally.dropped}", flush=True)
         if args.wakes_only:
             continue
         run_other(engines, engine, others, tallies["clean"])

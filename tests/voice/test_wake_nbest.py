@@ -350,7 +350,7 @@ def test_the_model_alone_wakes_her_only_if_whisper_prompted_with_the_phrase_writ
     "Hey Stella" whisper wrote "Okay, step look": prompted with the phrase, whisper (base) has the name
     first or second among its readings of the second, never of the first; what that reading says after
     the name is the question said in the same breath. In noise, where whisper misses accented names, the
-    model alone decides, and she listens for the question."""
+    model alone decides; without such a reading she listens for the question."""
     def sure_of(text: str, readings: list[str], noisy: bool = False, seconds: float = 2.0) -> list[Frame]:
         u = dataclasses.replace(utterance(seconds), wake_score=0.98)
         hypotheses = Readings(readings)
@@ -384,3 +384,6 @@ def test_the_model_alone_wakes_her_only_if_whisper_prompted_with_the_phrase_writ
         f for f in noisy if isinstance(f, UserTurnFrame)], "no reading in noise: a bare wake word"
     noisy = sure_of("Who still have a house hidden? Tell me about the history of Rome.", [], noisy=True, seconds=5.0)
     assert not [f for f in noisy if isinstance(f, UserTurnFrame)], "nor is a long utterance's transcript taken"
+    noisy = sure_of("Who still have a house hidden?", ["Hey Stella, how is the house heated?"], noisy=True)
+    assert [f.text for f in noisy if isinstance(f, UserTurnFrame)] == ["how is the house heated?"], \
+        "a reading that leads with the name gives the question in noise too"
