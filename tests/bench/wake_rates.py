@@ -583,6 +583,9 @@ def report(args, corpus: Corpus, results, load_before, load_after, wall: float) 
         lines += [f"- **{engine.label}**: " + "; ".join(
             f"{condition}: lost at {tally.lost or 'none'}, found by {tally.found_by}, n-best rank of the name "
             f"{tally.hit_ranks}" for condition, tally in t.items())
+            + "; requests said with the name that became her turn (half their words or more): " + ", ".join(
+                f"{condition} {sum(tally.answered.values())}/{tally.asked} (not: {tally.dropped or 'none'})"
+                for condition, tally in t.items())
             + f"; false accepts found by {t['clean'].false_by or 'none'}, n-best rank of the name in the other "
             f"speech {t['clean'].false_ranks} (\"-\": in no reading). The name's unprompted odds at each check "
             f"(a log-probability; taken from {args.name_floor}): wake utterances clean "
