@@ -154,7 +154,7 @@ class DelayTracker:
     measurement agrees within `agree_s`; `delay_s` is None until then. A delay other than the
     one held is taken only if both measurements are `move_clarity` clear: two windows half
     the same audio agree on a chance peak as readily as on a path, and a wrong path costs the
-    next words' cancelling. In the device test, paths were measured 92-414 clear and chance
+    next words' cancelling. In the device test, paths were measured 43-525 clear and chance
     peaks 9-21; a path no clearer than that is an echo near the room's noise, whose path
     matters little.
 

@@ -286,12 +286,12 @@ class TurnTaker(Processor):
             found = await self._second_guess(text, utterance)
         heard = found is not None  # whisper wrote the name (the model may still refuse it)
         # the model alone was wrong: "I spilt tea on the sofa", "Hey, spell it for me"
-        primed = await self._primed(utterance, score) if (
-            sure and found is None and not addressed and utterance.verify_wake) else None
-        alone_wrong = sure and found is None and not addressed and utterance.verify_wake and primed is None
+        alone = sure and found is None and not addressed and utterance.verify_wake  # the model's say only
+        primed = await self._primed(utterance, score) if alone else None
+        alone_wrong = alone and primed is None
         if score is not None and not addressed:
             found = None if alone_wrong else self._weigh(found, score, personal)
-            if found is not None and not heard and primed is not None and primed.upto:  # base's words
+            if found is not None and primed is not None and primed.upto:  # the question in base's words
                 found = self._covered(primed, text, utterance)
         elif sure and found is None:  # her name again in what follows a wake word: it is the question all the same
             await self.push(WakeFrame(word=self.wake_word, score=1.0, engine=self.engine, t=utterance.end))

@@ -320,6 +320,14 @@ GREETINGS = frozenset({"hey", "hi", "hay", "heh", "ay", "hello"})
 GREETING_TAILS = frozenset({"why", "ya"})
 
 
+_WORD = re.compile(r"[A-Za-z0-9']+")  # a word as written, with its place in the text
+
+
+def _after(text: str, word: re.Match[str]) -> str:
+    """What follows `word` in `text`, without the punctuation between."""
+    return text[word.end():].lstrip(" ,.!?;:-\u2014").strip()
+
+
 class NameMatcher:
     """Finds the wake phrase's name token at the start of a transcript.
 
@@ -375,10 +383,9 @@ class NameMatcher:
         if found := self.match(reading):
             return found
         before = ""
-        for i, m in enumerate(list(re.finditer(r"[A-Za-z0-9']+", reading))[:2]):
+        for i, m in enumerate(list(_WORD.finditer(reading))[:2]):
             if self.is_name(m.group().lower(), before):
-                return NameMatch(reading[m.end():].lstrip(" ,.!?;:-\u2014").strip(), i + 1,
-                                 reading[:m.start()].strip())
+                return NameMatch(_after(reading, m), i + 1, reading[:m.start()].strip())
             before = m.group().lower()
         return None
 
@@ -393,17 +400,16 @@ class NameMatcher:
                 or (word in GREETING_TAILS and before in GREETINGS))
 
     def match(self, transcript: str) -> NameMatch | None:
-        spans = list(re.finditer(r"[A-Za-z0-9']+", transcript))
+        spans = list(_WORD.finditer(transcript))
         before = ""
         for i, m in enumerate(spans[:self.reach]):
             word = m.group().lower()
             if self.is_name(word, before):
-                rest = transcript[m.end():].lstrip(" ,.!?;:-\u2014")
                 if self._plain(word):
                     lead = transcript[:m.start()]
                 else:  # the "hey" whisper ran into the word before ("Case") or into the name itself
                     lead = transcript[:spans[i - 1].start() if self._fused(word, before) else m.start()] + " Hey"
-                return NameMatch(rest.strip(), i + 1, lead.strip())
+                return NameMatch(_after(transcript, m), i + 1, lead.strip())
             if not self._leads_in(word, before):
                 return None
             before = word
