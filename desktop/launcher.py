@@ -1,6 +1,7 @@
-"""`stella run`: the window (or, with no display, the terminal chat) on a gateway — by default
-the embedded one: a local gateway that starts its own llama-server with the bundled model, all
-stopped together.
+"""`stella run`: the window (or, with no display, the terminal chat) on a gateway — the one given with
+`--server` or saved in Settings (`SavedServer`: a server given once is the one every later start uses), else
+the embedded default: a local gateway that starts its own llama-server with the bundled model, all stopped
+together.
 
 The gateway runs as a child process tied to ours (it dies with us, and takes llama-server with
 it), so closing the app never leaves an orphan behind. The window does not wait for it: it
@@ -22,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import platformdirs
 
@@ -31,6 +33,7 @@ from remote_api.shared.config_loader import ConfigError
 from remote_api.shared.logs import setup_logging
 from remote_api.shared.processes import NotHealthy, die_with_parent, free_port, running, wait_healthy
 from sidecar.config import load_app_config, server_environment
+from sidecar.launch import SavedServer
 from sidecar.outfit_catalogue import load_catalogue
 
 if TYPE_CHECKING:  # the terminal chat is imported when it runs: the window starts sooner without it
@@ -80,9 +83,30 @@ def _wait_healthy(proc: subprocess.Popen, url: str, timeout: float) -> None:
                           f"{log_path()} (try `bash build/setup.sh` to repair the install)") from None
 
 
+def choose_server(given: str | None, saved: SavedServer) -> str | None:
+    """The gateway this start uses: `given` (kept for the next starts), else the saved one; None: the embedded
+    default. ValueError, in words for the user, for a given address that is not one."""
+    if given is None:
+        try:
+            return saved.load()
+        except ValueError as exc:
+            print(f"stella: {exc}; starting the embedded default instead (choose your server again in Settings, or "
+                  "start with `stella run --server URL`)", file=sys.stderr, flush=True)
+            return None
+    address = urlsplit(given)
+    if address.scheme not in ("http", "https") or not address.hostname:
+        raise ValueError(f"--server takes the address of a Stella server (the gateway), for example "
+                         f"http://gpu-box:8765, not {given!r}")
+    try:
+        saved.save(given)
+    except OSError as exc:
+        print(f"stella: {given} is used this time but not kept for the next starts ({exc})", file=sys.stderr)
+    return given
+
+
 def run(server: str | None, config: Path | None, window: WindowOptions | None = None, *,
         verbose: bool = False, log_level: str = "INFO") -> int:
-    """Start the app on `server`, or on the embedded default when no server is given.
+    """Start the app on `server`, else on the saved server, else on the embedded default.
 
     The window opens when there is a display; `window` carries its options (store, voice…),
     which the terminal chat's engine takes too.
@@ -91,7 +115,8 @@ def run(server: str | None, config: Path | None, window: WindowOptions | None = 
     show_window = has_display()
     try:
         terminal = None if show_window else _terminal_options(window)
-    except ConfigError as exc:
+        server = choose_server(server, SavedServer.beside(window.store))
+    except (ConfigError, ValueError) as exc:
         print(f"stella: {exc}", file=sys.stderr)
         return 2
     with contextlib.ExitStack() as stack:
@@ -106,6 +131,9 @@ def run(server: str | None, config: Path | None, window: WindowOptions | None = 
             print("Starting the embedded default: local llama-server with the bundled model + gateway…",
                   file=sys.stderr, flush=True)
             server = stack.enter_context(embedded_gateway(config, wait=not show_window, output=logs))
+        else:
+            print(f"Using the Stella server {server} (Settings → Use the embedded default goes back to the server on "
+                  "this computer).", file=sys.stderr, flush=True)
         if terminal is None:
             try:
                 return run_window(replace(window, server=server))

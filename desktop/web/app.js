@@ -411,6 +411,8 @@ class SettingsPanel {
     }
     this.form.wake_engine.addEventListener('change', () => this._showWakeFields());
     this.form.addEventListener('submit', (e) => { e.preventDefault(); this.save(); });
+    // an empty address: no saved server, so the next start runs the embedded default
+    $('use-embedded').addEventListener('click', () => this.save({ server_url: '' }));
     $('pair').addEventListener('click', () => this.channel.send({ cmd: 'pair', code: $('pairing-code').value.trim() }));
     this.enrolling = false;
     $('enrol-start').addEventListener('click', () => this.channel.send({
@@ -430,10 +432,12 @@ class SettingsPanel {
 
   close() { this.panel.hidden = this.backdrop.hidden = true; }
 
-  save() {
+  save(overrides = {}) {
     const values = {};
     for (const name of ['server_url', 'wake_engine', 'wake_model', 'wake_phrase', 'tts_engine', 'input_device',
       'output_device']) values[name] = this.form[name].value;
+    Object.assign(values, overrides);
+    this.embeddedChosen = values.server_url === '';
     if (!this.channel.send({ cmd: 'settings', values })) {
       this.toasts.show('Stella’s engine is not reachable right now, so the settings were not saved. Try again in a moment.');
     }
@@ -463,7 +467,11 @@ class SettingsPanel {
     $('pairing-status').textContent = event.paired ? 'This device is paired with the server.'
       : 'Not paired. A server on this computer lets Stella in by itself; for another one, type the code '
         + 'its operator gives you (stella-server device add).';
-    if (event.saved) this.note.textContent = 'Saved ✓';
+    if (event.saved) {
+      this.note.textContent = this.embeddedChosen ? 'Saved ✓ From the next start Stella runs the embedded default '
+        + '(a server on this computer).' : 'Saved ✓';
+      this.embeddedChosen = false;
+    }
   }
 
   _showWakeFields() {

@@ -11,6 +11,7 @@ from typing import Any
 from sidecar.channel_messages import Settings
 from sidecar.config import WAKE_MODELS, AppConfig, VoiceConfig
 from sidecar.engine.stored import EngineStore
+from sidecar.launch import SavedServer
 from sidecar.voice.devices import portaudio
 
 log = logging.getLogger(__name__)
@@ -60,13 +61,17 @@ class UserSettings:
 class SettingsPanel:
     """The user's settings over the config file, kept in the store, and the sound devices to pick from.
 
-    `paired(server_url)` says whether this device holds a pairing with that server (the link knows).
+    `paired(server_url)` says whether this device holds a pairing with that server (the link knows). A server
+    address the user changes is also kept in `saved_server`, for the launcher's next starts; an empty one is
+    *Use the embedded default* (this session stays on its server, the next start runs the embedded default).
     """
 
-    def __init__(self, base: AppConfig, kept: EngineStore, paired: Callable[[str], bool]) -> None:
+    def __init__(self, base: AppConfig, kept: EngineStore, paired: Callable[[str], bool],
+                 saved_server: SavedServer) -> None:
         self.base = base
         self.kept = kept
         self.paired = paired
+        self.saved_server = saved_server
         self.values = UserSettings.of(base)
         self.devices: dict[str, list[str]] = {"input": [], "output": []}
 
@@ -92,8 +97,13 @@ class SettingsPanel:
         ValueError, in words for the user, when one is not acceptable (nothing is saved then).
         """
         settings = self.values.updated(values)
+        embedded = settings.server_url == ""
+        if embedded:
+            settings = replace(settings, server_url=self.values.server_url)
         config = settings.apply(self.base)
         await asyncio.to_thread(self.kept.save_settings, asdict(settings))
+        if embedded or settings.server_url != self.values.server_url:
+            await asyncio.to_thread(self.saved_server.save, None if embedded else settings.server_url)
         old, self.values = self.values, settings
         return config, settings.voice_changed(old)
 
