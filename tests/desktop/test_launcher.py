@@ -125,3 +125,17 @@ def test_the_settings_button_forgets_the_saved_server(page, engine: Engine, asse
     page.click("#use-embedded")
     page.wait_for_selector("#settings-note >> text=From the next start Stella runs the embedded default")
     assert saved.load() is None
+
+
+def test_help_lists_every_command_on_one_line_each() -> None:
+    done = subprocess.run([str(STELLA), "--help"], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "COLUMNS": "80"})
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    listed = {line.split()[0]: line for line in lines if line.startswith("    ") and not line.startswith("     ")}
+    assert list(listed) == ["run", "models", "outfits", "selftest", "server", "chat", "voice"], done.stdout
+    for name, line in listed.items():
+        following = lines[lines.index(line) + 1]
+        assert len(line.split(maxsplit=1)) == 2 and not following.startswith(" " * 8), f"{name}: one line, please"
+    server = subprocess.run([str(STELLA), "server", "--help"], capture_output=True, text=True, timeout=60)
+    assert server.returncode == 0 and "serve" in server.stdout, "a listed program runs as `stella NAME`"
