@@ -66,21 +66,37 @@ def embedded_gateway(config: Path | None = None, timeout: float = 120.0, wait: b
     if config is not None:
         cmd += ["--config", str(config)]
     url = f"http://127.0.0.1:{port}"
+    written = output.tell() if output is not None else 0  # where its lines start in the log file
     with running(cmd, url, timeout=None, grace=15, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
                  env=server_environment(os.environ), preexec_fn=die_with_parent) as proc:
         if wait:
-            _wait_healthy(proc, url, timeout)
+            _wait_healthy(proc, url, timeout, output, written)
         yield url
 
 
-def _wait_healthy(proc: subprocess.Popen, url: str, timeout: float) -> None:
+def _wait_healthy(proc: subprocess.Popen, url: str, timeout: float, output: IO[str] | None, written: int) -> None:
+    elsewhere = "Or use a Stella server elsewhere: `stella run --server http://HOST:8765`."
+    where = f"; see {output.name}" if output is not None else ""
     try:
         wait_healthy(url, proc, timeout)
     except NotHealthy as exc:
         if exc.returncode is None:
-            raise LaunchError(f"the local Stella server did not become ready within {timeout:.0f} s") from None
-        raise LaunchError(f"the local Stella server exited with code {exc.returncode} while starting; see "
-                          f"{log_path()} (try `bash build/setup.sh` to repair the install)") from None
+            raise LaunchError(f"the embedded default's server did not become ready within {timeout:.0f} s"
+                              f"{where}. {elsewhere}") from None
+        said = _last_words(output, written) if output is not None else ""
+        raise LaunchError(f"the embedded default could not start{said}{where}. {elsewhere}") from None
+
+
+def _last_words(output: IO[str], written: int) -> str:
+    """The gateway's own error line in the log file (`stella-server: …`: what was wrong and what to do)."""
+    try:
+        with open(output.name, encoding="utf-8", errors="replace") as log_file:
+            log_file.seek(written)
+            said = [line.removeprefix("stella-server: ").strip() for line in log_file
+                    if line.startswith("stella-server: ")]
+    except (OSError, AttributeError):
+        return ""
+    return f": {said[-1]}" if said else ""
 
 
 def choose_server(given: str | None, saved: SavedServer) -> str | None:
@@ -130,7 +146,11 @@ def run(server: str | None, config: Path | None, window: WindowOptions | None = 
         if server is None:
             print("Starting the embedded default: local llama-server with the bundled model + gateway…",
                   file=sys.stderr, flush=True)
-            server = stack.enter_context(embedded_gateway(config, wait=not show_window, output=logs))
+            try:
+                server = stack.enter_context(embedded_gateway(config, wait=not show_window, output=logs))
+            except LaunchError as exc:
+                print(f"stella: {exc}", file=sys.stderr)
+                return 1
         else:
             print(f"Using the Stella server {server} (Settings → Use the embedded default goes back to the server on "
                   "this computer).", file=sys.stderr, flush=True)

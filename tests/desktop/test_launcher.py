@@ -34,9 +34,10 @@ def gateway(fake_llama: FakeLlamaServer, tmp_path: Path) -> Iterator[Gateway]:
         yield gw
 
 
-def stella_run(*args: str, store: Path, said: str) -> subprocess.CompletedProcess[str]:
+def stella_run(*args: str, store: Path, said: str, **env: str) -> subprocess.CompletedProcess[str]:
     """`stella run` typed in a terminal without a display (no keyring here: the chat goes on unsaved)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS")}
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS")
+           } | env
     env["XDG_STATE_HOME"] = str(store.parent.parent / "state")
     return subprocess.run([str(STELLA), "run", "--voice", "off", "--store", str(store), *args], input=said,
                           capture_output=True, text=True, env=env, timeout=120)
@@ -68,6 +69,17 @@ def test_a_server_that_is_not_an_address_is_refused_before_anything_starts(tmp_p
     assert "--server takes the address of a Stella server (the gateway), for example http://gpu-box:8765, " \
            "not 'gpu-box:8765'" in done.stderr
     assert EMBEDDED not in done.stderr and not SavedServer.beside(tmp_path / "stella.db").path.exists()
+
+
+def test_an_embedded_default_that_cannot_start_says_why_and_what_else_to_do(tmp_path: Path) -> None:
+    """No llama-server on this machine (as after installing the bundle): one line, the gateway's reason and the
+    other way, no traceback."""
+    done = stella_run(store=tmp_path / "data" / "stella.db", said="", STELLA_LLAMA__BINARY=str(tmp_path / "none"))
+    assert done.returncode == 1 and done.stdout == ""
+    assert EMBEDDED in done.stderr and "Traceback" not in done.stderr
+    assert f"stella: the embedded default could not start: llama-server binary not found at {tmp_path / 'none'}; " \
+           "build it with" in done.stderr
+    assert "Or use a Stella server elsewhere: `stella run --server http://HOST:8765`." in done.stderr
 
 
 def test_none_saved_is_the_embedded_default_and_a_damaged_file_says_so(tmp_path: Path, capsys) -> None:  # noqa: ANN001
