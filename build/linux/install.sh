@@ -40,4 +40,11 @@ sed -e "s|^Exec=.*|Exec=$APP/stella|" -e "s|^TryExec=.*|TryExec=$APP/stella|" "$
 cp "$APP/stella.png" "$ICON"
 refresh
 echo "Stella is installed in $APP: find it in your applications menu, or run \`stella\` ($BIN)."
-echo "Check this machine with: stella --selftest"
+case ":${PATH:-}:" in
+  *":$(dirname "$BIN"):"*) RUN=stella ;;
+  *) RUN=$BIN
+     echo "$(dirname "$BIN") is not on your PATH, so type $BIN (or add the folder to PATH, e.g. in ~/.profile:"
+     echo "  export PATH=\"$(dirname "$BIN"):\$PATH\")." ;;
+esac
+echo "First start: run \`$RUN\` in a terminal — it installs its models (several hundred MB) from the Python"
+echo "package index (pypi.org; set PIP_INDEX_URL for a mirror) before the window opens. Check this machine: $RUN --selftest"
