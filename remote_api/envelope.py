@@ -246,6 +246,8 @@ BODY_SCHEMAS: dict[Type, dict[str, tuple[Check, bool, str]]] = {
         "temperature": (_number(0, 5), False, "a number from 0 to 5"),
         "seed": (_SEED, False, "an integer or null"),
         "stop": (_stops, False, "a list of at most 16 short strings"),
+        "repeat_penalty": (_number(1, 2), False, "a number from 1 (off) to 2"),
+        "dry_multiplier": (_number(0, 5), False, "a number from 0 (off) to 5"),
     },
     Type.CANCEL: {"rid": (_ident, True, "the id of the request to cancel")},
     # No answer: the gateway evaluates `messages` (persona + history, no question) into the

@@ -120,6 +120,7 @@ class Relay:
             req = ChatRequest(
                 messages=body["messages"], max_tokens=body.get("max_tokens", 128),
                 temperature=body.get("temperature", 0.7), seed=body.get("seed"), stop=body.get("stop", []),
+                repeat_penalty=body.get("repeat_penalty"), dry_multiplier=body.get("dry_multiplier"),
             )
             reply = ReplyStream(rid, turn, self.config)
             async with self.slots.chat(session.sid, req.messages) as (upstream, slot), \

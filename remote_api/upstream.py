@@ -113,6 +113,9 @@ class Upstream:
         body.update(temperature=req.temperature, stop=req.stop, stream=True)
         if req.seed is not None:
             body["seed"] = req.seed
+        for sampler in ("repeat_penalty", "dry_multiplier"):
+            if getattr(req, sampler) is not None:
+                body[sampler] = getattr(req, sampler)
         if req.slot is not None:
             body["id_slot"] = req.slot
         parser = SSEParser()

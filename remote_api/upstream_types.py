@@ -35,6 +35,11 @@ class ChatRequest:
     temperature: float = 0.7
     seed: int | None = None
     stop: list[str] = field(default_factory=list)
+    # Loop prevention (llama-server's samplers): a penalty on recent tokens, and DRY, which stops the
+    # model repeating a run of tokens it already wrote ("I'm a cat. I'm a friendly cat. I'm a cat…").
+    # None leaves the server's own setting.
+    repeat_penalty: float | None = None
+    dry_multiplier: float | None = None
     slot: int | None = None  # llama-server's id_slot (remote_api.slots); None lets it choose
     warm: bool = False  # evaluate the prompt into the slot's cache, generate nothing (remote_api.slots)
 
@@ -50,6 +55,10 @@ class ChatRequest:
             raise ValueError(f"slot must be a slot id (0 or more) or None, got {self.slot}")
         if not 0.0 <= self.temperature <= 5.0:
             raise ValueError(f"temperature must be between 0 and 5, got {self.temperature}")
+        if self.repeat_penalty is not None and not 1.0 <= self.repeat_penalty <= 2.0:
+            raise ValueError(f"repeat_penalty must be between 1 and 2, got {self.repeat_penalty}")
+        if self.dry_multiplier is not None and not 0.0 <= self.dry_multiplier <= 5.0:
+            raise ValueError(f"dry_multiplier must be between 0 and 5, got {self.dry_multiplier}")
         if not all(isinstance(s, str) and s for s in self.stop):
             raise ValueError("stop strings must be non-empty strings")
 

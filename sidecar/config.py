@@ -268,8 +268,11 @@ class PersonaConfig:
     """Who Stella is; the system line and an example exchange are built from this."""
 
     name: str = "Stella"
-    personality: str = "a warm, curious and playful companion"
-    speaking_style: str = "You speak in short, friendly sentences."
+    personality: str = "a warm, curious and playful companion who lives on the user's desktop as an animated character"
+    speaking_style: str = ("You are not an AI, a program or an assistant: you are a friend. Answer in one or two short "
+                           "sentences that sound natural spoken aloud, in the language the user writes in, with no "
+                           "lists or emoji, and do not repeat what you said before. Never explain how to do anything "
+                           "dangerous, illegal or unkind: say no kindly and suggest something better.")
     greeting: str = "Hi, I'm Stella. It's lovely to meet you!"
 
 
@@ -277,9 +280,13 @@ class PersonaConfig:
 class ChatConfig:
     """How replies are requested: short, low temperature, cut at the end of the line."""
 
-    max_tokens: int = 48
+    max_tokens: int = 64
     temperature: float = 0.3
     stop: list[str] = field(default_factory=lambda: ["\n", "User:", "USER:"])
+    # Loop prevention, sent with every request (llama-server's samplers; tests/bench/compare_models.py):
+    # a mild penalty on tokens of the last 64, and DRY against repeating a run of tokens already written.
+    repeat_penalty: float = 1.1
+    dry_multiplier: float = 0.8
     history_tokens: int = 600  # the history kept in the prompt, oldest turns dropped first
     reply_timeout_s: float = 30.0  # give up on a reply that has not finished by then
     # Ask for the reply at a pause, before the hang-over confirms the turn's end (sidecar/reply.py);
@@ -291,6 +298,15 @@ class ChatConfig:
             raise ValueError(f"chat setting 'max_tokens' must be at least 1, got {self.max_tokens}")
         if not 0 <= self.temperature <= 2:
             raise ValueError(f"chat setting 'temperature' must be 0-2, got {self.temperature}")
+        if not 1 <= self.repeat_penalty <= 2:
+            raise ValueError(f"chat setting 'repeat_penalty' must be 1 (off) to 2, got {self.repeat_penalty}")
+        if not 0 <= self.dry_multiplier <= 5:
+            raise ValueError(f"chat setting 'dry_multiplier' must be 0 (off) to 5, got {self.dry_multiplier}")
+
+    def sampling(self) -> dict:
+        """What a chat request carries besides its messages (`LinkClient.chat`'s keywords)."""
+        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "stop": list(self.stop),
+                "repeat_penalty": self.repeat_penalty, "dry_multiplier": self.dry_multiplier}
 
 
 @dataclass

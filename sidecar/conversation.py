@@ -14,10 +14,15 @@ half the budget at once (`keep`). `prefix()` is that prefix, for warming the cac
 A reply the user cut short is kept as far as it was heard and marked with a dash, so the model
 knows it was interrupted there rather than believing it said the rest. With an outfit catalogue, the
 system line offers the `[outfit: ID]` tag with the catalogue's ids.
+
+The user's name, once they say it ("My name is Arjun", "I'm Priya", "我叫小明"), goes in the system
+line ("The user's name is Arjun."): it stays when the exchange that said it leaves the history, and
+a small model told whose name it is stops answering "I'm Arjun" (`user_name`).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -36,6 +41,22 @@ MESSAGE_TOKENS = 7  # the template's role markers and separators around one mess
 # After the heard part of a reply the user cut short: the dash transcripts use for speech broken
 # off. A bracketed "[interrupted]" was copied by the small model as its whole next reply.
 INTERRUPTED = " —"
+# "My name is Arjun", "I'm Priya", "call me Jo", "我叫小明": a capitalised word, as whisper and people write
+# names; the words people capitalise after "I'm" at the start of a sentence are not names.
+_NAMED = re.compile(r"\b(?:[Mm]y name is|[Mm]y name's|I'm|I am|[Cc]all me)\s+([A-Z][a-z]{1,20})\b"
+                    r"|(?:我叫|我的名字是|我的名字叫)([\u4e00-\u9fff]{1,4}?)(?:[，。！？,.!?\s]|$)")
+_NOT_NAMES = {"Sorry", "So", "Not", "Just", "Fine", "Good", "Great", "Okay", "Ok", "Happy", "Sad", "Tired", "Here",
+              "Back", "Home", "Ready", "Going", "Sure", "Glad", "Excited", "Nervous", "Feeling", "Very", "Really",
+              "Still", "Also", "Always", "Bored", "Hungry", "Busy", "Done", "Alone", "Lonely", "Stella"}
+
+
+def user_name(text: str) -> str | None:
+    """The name the user gives themselves in `text`, if any."""
+    for m in _NAMED.finditer(text):
+        name = m.group(1) or m.group(2)
+        if name and name not in _NOT_NAMES:
+            return name
+    return None
 
 
 @dataclass(frozen=True)
@@ -84,14 +105,26 @@ class Conversation:
         self.history = history if history is not None else MemoryHistory()
         self.outfits = tuple(outfits)
         self._anchor: Exchange | None = None  # the oldest exchange in the prompt, kept until it must go
+        self.user_name = self._named_in(self.history)  # as the user last gave it (`user_name`)
 
     def remember_in(self, history: History) -> None:
         """Keep the history there from now on (the encrypted store, once it is open)."""
         self.history = history
+        self.user_name = self._named_in(history) or self.user_name
+
+    @staticmethod
+    def _named_in(history: History) -> str | None:
+        """The name the user last gave in the stored history (it outlives a restart)."""
+        names = [n for e in history.recent(256) if (n := user_name(e.user))]
+        return names[-1] if names else None
 
     def system_line(self) -> str:
         p = self.persona
-        line = f"You are {p.name}, {p.personality}. {p.speaking_style}"
+        # small models take the user's name for their own ("Hi, I'm Arjun" → "I'm Arjun") unless told apart
+        line = (f"You are {p.name}, {p.personality}. Your name is always {p.name}; the user is someone else, and "
+                f"when they tell you their name, it is theirs, not yours. {p.speaking_style}")
+        if self.user_name:
+            line += f" The user's name is {self.user_name}."
         return f"{line} {tag_instruction(self.outfits)}" if self.outfits else line
 
     def messages(self, user_text: str) -> list[dict[str, str]]:
@@ -123,6 +156,7 @@ class Conversation:
 
     def record(self, user_text: str, reply: str, interrupted: bool = False) -> None:
         """Keep what was said (on barge-in: only what the user actually heard, marked)."""
+        self.user_name = user_name(user_text) or self.user_name
         if reply.strip():
             self.history.append(Exchange(user_text, reply.strip(), interrupted))
 

@@ -5,11 +5,13 @@
 * stop — the whole utterance is a stop phrase ("Stop.", "Be quiet, Stella", "That's enough");
   inside a longer sentence ("don't stop the music") it is conversation, not a command;
 * volume — short requests ("louder", "turn it down", "volume up");
-* outfit — a dressing verb ("wear", "put on", "change into", "switch to", ...) followed by
-  words that name exactly one catalogue outfit. Its words come from the atlas manifest (id and
-  display name), the last word of the name counting double ("the red hoodie" is the hoodie);
-  one typo is forgiven ("pajamas"). "Wear something nice", "wear the bikini", "don't wear the
-  red dress" and "should I wear my hoodie?" change nothing;
+* outfit — a dressing verb ("wear", "put on", "change into", "switch to", "dress up for", "get
+  ready for", ...) followed by words that name exactly one catalogue outfit. Its words come from
+  the atlas manifest (id and display name), the last word of the name counting double ("the red
+  hoodie" is the hoodie), and from the occasions the outfit suits ("dress up for a trip to the
+  moon" is the space suit, `outfit_catalogue.OCCASIONS`); one typo is forgiven ("pajamas").
+  "Wear something nice", "wear the bikini", "don't wear the red dress" and "should I wear my
+  hoodie?" change nothing;
 * the time, the date, the day of the week — the whole utterance asks for it ("what's the time",
   "tell me the date", "what day is it today"), answered from the injected clock in the user's
   time zone (the computer's own, `TZ` honoured). A question that merely contains the words
@@ -74,6 +76,7 @@ _SOFTER = {"quieter", "softer", "volume down", "turn down", "turn volume down", 
 _WEAR = re.compile(
     r"\b(?:wear(?:ing)?|put on|puts on|change into|change to|changing into|switch to|switch into|switch over to|"
     r"dress(?:ed)? (?:up )?in|get into|get in|getting into|slip into|try on|go with|see you in|be in|"
+    r"dress(?:ed)? up for|dress(?:ed)? for|get(?:ting)? (?:dressed|ready) for|"
     r"change your (?:outfit|clothes) to|put (?:the |your )?(?P<object>[a-z' ]+?) on\b)\s*(?P<rest>.*)")
 _NEGATED = re.compile(r"\b(?:don't|do not|dont|never|not|stop)\s+(?:\w+\s+){0,2}$")
 # "should I wear my hoodie?" is about the user's clothes
@@ -131,6 +134,7 @@ class Intents:
             if len(name_words) > 1:  # "spacesuit"
                 weights["".join(name_words)] = len(name_words) + 1
             self._keywords[o.id] = weights
+        self._occasions = {o.id: {w: 1 for w in o.occasions} for o in self.outfits}
 
     def parse(self, text: str) -> Intent | None:
         said = [w for w in words(text) if w != self.name]
@@ -157,18 +161,22 @@ class Intents:
         obj = m.group("object") or m.group("rest")
         if _USERS_OWN.search(obj):
             return None
-        found = self.resolve(obj)
+        # an occasion ("dress up for the moon", "wear something comfy"), not a garment by name ("put on
+        # your wedding gown" is an outfit she does not have)
+        occasion = text[m.start():m.start("rest")].split()[-1:] == ["for"] or obj.startswith("something")
+        found = self.resolve(obj) or (self.resolve(obj, self._occasions) if occasion else None)
         if found is None:
             log.info("an outfit request names no single outfit of the catalogue")
             log.debug("outfit request %r names no single outfit of the catalogue", text)
             return None
         return Wear(found)
 
-    def resolve(self, phrase: str) -> str | None:
-        """The one outfit `phrase` names, or None (no outfit, or a tie)."""
+    def resolve(self, phrase: str, keywords: dict[str, dict[str, int]] | None = None) -> str | None:
+        """The one outfit `phrase` names (by the outfits' names, or by `keywords`), or None (no outfit,
+        or a tie)."""
         said = [w for w in words(phrase) if w not in _GENERIC]
         scores = {oid: sum(weight for key, weight in keys.items() if any(_same(key, w) for w in said))
-                  for oid, keys in self._keywords.items()}
+                  for oid, keys in (keywords or self._keywords).items()}
         best = max(scores.values(), default=0)
         winners = [oid for oid, score in scores.items() if score == best]
         return winners[0] if best > 0 and len(winners) == 1 else None

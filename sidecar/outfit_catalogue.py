@@ -1,4 +1,5 @@
-"""The outfits the engine knows: ids and display names, from the atlas manifest it shows."""
+"""The outfits the engine knows: ids and display names, from the atlas manifest it shows, and for
+the built-in wardrobe the occasions each suits ("dress up for a trip to the moon" is the space suit)."""
 
 from __future__ import annotations
 
@@ -12,11 +13,28 @@ from atlas.manifest import DEFAULT_DIR, Manifest
 class Outfit:
     id: str
     name: str
+    occasions: tuple[str, ...] = ()  # words of a request that this outfit suits (sidecar.intents)
+
+
+# The built-in wardrobe's occasions, written from what each outfit is for (not from the bench's prompts).
+OCCASIONS: dict[str, tuple[str, ...]] = {
+    "hoodie": ("casual", "comfy", "comfortable", "cosy", "cozy", "relaxed", "chill", "lazy", "walk", "park",
+               "weekend", "hiking", "gaming"),
+    "red_dress": ("party", "date", "dance", "dancing", "birthday", "celebration", "celebrate", "concert", "pretty"),
+    "school": ("class", "classes", "study", "studying", "lesson", "lessons", "homework", "student", "exam",
+               "campus"),
+    "space": ("moon", "mars", "planet", "planets", "rocket", "astronaut", "spaceship", "stars", "galaxy", "orbit",
+              "spacewalk", "cosmos"),
+    "pyjamas": ("bed", "bedtime", "sleep", "sleepy", "night", "nap", "sleepover", "tired", "sleepwear", "nightwear",
+                "nightgown", "pajamas"),
+    "formal": ("fancy", "elegant", "smart", "wedding", "gala", "interview", "office", "business", "meeting",
+               "opera", "ceremony", "evening", "gown", "tuxedo"),
+}
 
 
 def catalogue_of(manifest: Manifest) -> tuple[Outfit, ...]:
     """The outfits an atlas manifest offers."""
-    return tuple(Outfit(o.id, o.name) for o in manifest.outfits)
+    return tuple(Outfit(o.id, o.name, OCCASIONS.get(o.id, ())) for o in manifest.outfits)
 
 
 def load_catalogue(atlas_dir: str = "") -> tuple[Outfit, ...]:

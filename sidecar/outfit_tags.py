@@ -1,12 +1,19 @@
 """The model's outfit tags: `[outfit: ID]` in a reply, offered in the system line
 (`tag_instruction`), taken out of the text as it streams, even split across tokens (`TagFilter`),
-and turned into outfit changes for catalogue ids only by the pipeline processor `OutfitTags`."""
+and turned into outfit changes for catalogue ids only by the pipeline processor `OutfitTags`.
+
+A reply whose only tags name outfits the catalogue lacks ("[outfit: space_suit]") is not a silent
+nothing: the model is asked again once (`ask_again`: the ids it may use, nothing else to say), and
+if it still names none, the closest outfit is worn (`closest`) and she says so (`fallback_note`).
+`sidecar.reply` runs that; these are its pure parts."""
 
 from __future__ import annotations
 
+import difflib
 import logging
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sidecar.frames import Frame, InterruptionFrame, OutfitFrame, ReplyDoneFrame, TokenFrame
 from sidecar.outfit_catalogue import Outfit
@@ -28,6 +35,52 @@ def tag_instruction(outfits: Sequence[Outfit]) -> str:
     """The system line's sentence that offers the outfit tag, with the ids it may use."""
     return ("To change your outfit, write [outfit: ID] with ID one of: "
             + ", ".join(o.id for o in outfits) + ".")
+
+
+@dataclass(frozen=True)
+class TagCheck:
+    """What a finished reply's tags ask of the catalogue: the outfit it named (its last valid tag), or,
+    when it named none the catalogue has, the first id it tried."""
+
+    wear: str | None = None
+    unknown: str | None = None
+
+
+def check_tags(reply: str, outfits: Sequence[Outfit]) -> TagCheck:
+    ids = OUTFIT_TAG.findall(reply)
+    known = [i for i in ids if i in {o.id for o in outfits}]
+    if known:
+        return TagCheck(wear=known[-1])
+    return TagCheck(unknown=ids[0]) if ids else TagCheck()
+
+
+def ask_again(messages: list[dict[str, str]], reply: str, unknown: str,
+              outfits: Sequence[Outfit]) -> list[dict[str, str]]:
+    """The one follow-up request for a reply that named an outfit the catalogue lacks."""
+    return [*messages, {"role": "assistant", "content": reply},
+            {"role": "user", "content": f'(There is no outfit "{unknown}". Answer with only the tag '
+                                        f'[outfit: ID], ID exactly one of: {", ".join(o.id for o in outfits)}.)'}]
+
+
+def closest(unknown: str, outfits: Sequence[Outfit]) -> Outfit:
+    """The catalogue outfit nearest to an id the model made up: by shared words of its id, name and
+    occasions ("space_suit", "astronaut_outfit" → the space suit), else by spelling."""
+    said = set(re.findall(r"[a-z]+", unknown.lower()))
+
+    def words_of(o: Outfit) -> set[str]:
+        return set(re.findall(r"[a-z]+", f"{o.id} {o.name}".lower().replace("_", " "))) | set(o.occasions)
+
+    def spelling(o: Outfit) -> float:
+        return max(difflib.SequenceMatcher(None, unknown.lower(), text.lower()).ratio() for text in (o.id, o.name))
+
+    return max(outfits, key=lambda o: (len(said & words_of(o)), spelling(o)))
+
+
+def fallback_note(unknown: str, outfit: Outfit) -> str:
+    """What she says when she wears the closest outfit instead of the one she named."""
+    asked = " ".join(re.findall(r"[A-Za-z]+", unknown)).lower() or "that"
+    article = "an" if asked[0] in "aeiou" else "a"
+    return f" I don't have {article} {asked}, so I'm wearing my {outfit.name.lower()} instead."
 
 
 class TagFilter:
@@ -100,5 +153,5 @@ class OutfitTags(Processor):
         if outfit in self.ids:
             await self.push(OutfitFrame(id=outfit, source="assistant"))
         else:
-            log.warning("the reply asked for outfit %r, which is not in the catalogue (%s): ignored", outfit,
-                        ", ".join(sorted(self.ids)))
+            log.info("the reply asked for outfit %r, which is not in the catalogue (%s): settled when it ends", outfit,
+                     ", ".join(sorted(self.ids)))

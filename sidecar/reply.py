@@ -21,6 +21,10 @@ is only warmed (its prompt evaluated, no tokens).
 
 A turn that carries its own answer (a clock question, sidecar.intents) is not sent: its answer
 streams on as the reply's one token, so it is shown, spoken and recorded like a model's.
+
+A reply whose outfit tags name only outfits the catalogue lacks is settled before its end: the
+model is asked again once for a catalogue id (nothing of that answer is said), then the closest
+outfit is worn and she says so (`sidecar.outfit_tags`).
 """
 
 from __future__ import annotations
@@ -42,13 +46,14 @@ from sidecar.frames import (
     HeardFrame,
     InterruptionFrame,
     LikelyTurnFrame,
+    OutfitFrame,
     ReplyDoneFrame,
     RequestSentFrame,
     SpeechResumedFrame,
     TokenFrame,
     UserTurnFrame,
 )
-from sidecar.outfit_tags import strip_tags
+from sidecar.outfit_tags import ask_again, check_tags, closest, fallback_note, strip_tags
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.sentences import sentences_of
 
@@ -67,7 +72,8 @@ class ChatLink(Protocol):
     """What the reply processor needs of `remote_api.client.LinkClient`."""
 
     def chat(self, messages: list[dict[str, str]], *, max_tokens: int, temperature: float,
-             stop: list[str]) -> ChatTurn: ...
+             stop: list[str], repeat_penalty: float | None = None,
+             dry_multiplier: float | None = None) -> ChatTurn: ...
 
     def warm(self, messages: list[dict[str, str]]) -> None: ...
 
@@ -150,8 +156,7 @@ class Reply(Processor):
                     pass
 
     def _request(self, text: str) -> ChatTurn:
-        return self.link.chat(self.conversation.messages(text), max_tokens=self.chat.max_tokens,
-                              temperature=self.chat.temperature, stop=self.chat.stop)
+        return self.link.chat(self.conversation.messages(text), **self.chat.sampling())
 
     def _heard(self, heard: HeardFrame) -> None:
         user = self._unheard.pop(heard.turn, None)
@@ -196,7 +201,36 @@ class Reply(Processor):
                 f"The server sent no complete reply within {self.chat.reply_timeout_s:g} s. "
                 "Check that the Stella server and its llama-server are running.")))
         self._streaming = None
+        if reason in ("stop", "length"):
+            await self._settle_outfit(user, "".join(pieces), pieces)
         await self._done(user, strip_tags("".join(pieces)), reason, timings)
+
+    async def _settle_outfit(self, user: UserTurnFrame, reply: str, pieces: list[str]) -> None:
+        """A reply that named only unknown outfits: ask again once, else wear the closest and say so."""
+        outfits = self.conversation.outfits
+        unknown = check_tags(reply, outfits).unknown
+        if unknown is None:
+            return
+        again = self.link.chat(ask_again(self.conversation.messages(user.text), reply, unknown, outfits),
+                               max_tokens=16, temperature=0.0, stop=["\n"])
+        answer: list[str] = []
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.chat.reply_timeout_s):
+                async for event in again:
+                    if isinstance(event, Token):
+                        answer.append(event.text)
+        wear = check_tags("".join(answer), outfits).wear
+        if wear is not None:
+            log.info("turn %d: the reply's outfit was not in the catalogue; asked again, it chose %s", user.turn, wear)
+            await self.push(OutfitFrame(id=wear, source="assistant"))
+            return
+        nearest = closest(unknown, outfits)
+        log.info("turn %d: the reply's outfit was not in the catalogue, twice; wearing the closest, %s",
+                 user.turn, nearest.id)
+        await self.push(OutfitFrame(id=nearest.id, source="assistant"))
+        note = fallback_note(unknown, nearest)
+        pieces.append(note)
+        await self.push(TokenFrame(turn=user.turn, index=-1, text=note))
 
     async def _answer_locally(self, user: UserTurnFrame, answer: str) -> None:
         if self.spoken:

@@ -81,7 +81,8 @@ def test_chat_request_is_validated():
 
 @pytest.mark.parametrize("api", APIS)
 def test_streams_tokens_and_finish(faults, api):
-    req = ChatRequest(messages=HELLO.messages, max_tokens=5, temperature=0.2, seed=7, stop=["\n\n"])
+    req = ChatRequest(messages=HELLO.messages, max_tokens=5, temperature=0.2, seed=7, stop=["\n\n"],
+                      repeat_penalty=1.1, dry_multiplier=0.8)
     items = asyncio.run(collect(faults.scenario_url("ok"), api, req))
     assert texts(items) == TOKENS
     assert (items[-1].reason, items[-1].tokens, items[-1].timings["predicted_n"]) == ("length", 5, 5)
@@ -95,6 +96,7 @@ def test_streams_tokens_and_finish(faults, api):
         assert body["messages"] == HELLO.messages and body["max_tokens"] == 5
     assert body["stream"] is True and body["stop"] == ["\n\n"] and body["seed"] == 7
     assert body["temperature"] == 0.2
+    assert (body["repeat_penalty"], body["dry_multiplier"]) == (1.1, 0.8), "the loop preventers reach llama-server"
 
 
 @pytest.mark.parametrize("api", APIS)

@@ -85,7 +85,7 @@ class ScriptedLink:
     def warm(self, messages) -> None:
         self.warmed.append(messages)
 
-    def chat(self, messages, *, max_tokens, temperature, stop) -> ScriptedTurn:
+    def chat(self, messages, *, max_tokens, temperature, stop, **samplers) -> ScriptedTurn:
         self.requests.append(messages)
         self.turns.append(ScriptedTurn(f"r{len(self.requests)}",
                                        self.replies[(len(self.requests) - 1) % len(self.replies)]))

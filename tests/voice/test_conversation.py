@@ -8,7 +8,7 @@ import pytest
 
 from remote_api.shared.config_loader import ConfigError, load_config
 from sidecar.config import AppConfig, ChatConfig, PersonaConfig, VoiceConfig
-from sidecar.conversation import Conversation, Exchange, MemoryHistory
+from sidecar.conversation import Conversation, Exchange, MemoryHistory, user_name
 from sidecar.outfit_catalogue import load_catalogue
 
 from .speech import QUESTIONS
@@ -118,3 +118,28 @@ def test_a_long_spoken_conversation_never_outgrows_a_slot_of_the_model(llama_ser
         assert used + chat.max_tokens <= 1024, f"turn {turn + 1}: {used} prompt tokens"
         assert used - base <= chat.history_tokens + 20, "the history costs what its budget says"
         convo.record(question, replies[turn % len(replies)])
+
+
+@pytest.mark.parametrize(("said", "name"), [
+    ("Hi! My name is Arjun. Who are you?", "Arjun"), ("Hello, I'm Priya.", "Priya"), ("Just call me Jo.", "Jo"),
+    ("我叫小明。", "小明"), ("I'm tired.", None), ("I'm Happy today", None), ("My name is Stella too!", None),
+    ("what's your name", None)])
+def test_the_name_the_user_gives_is_theirs(said, name):
+    assert user_name(said) == name
+
+
+def test_the_users_name_stays_in_the_system_line_after_its_exchange_leaves_the_history_and_a_restart():
+    history = MemoryHistory()
+    convo = Conversation(PersonaConfig(), ChatConfig(history_tokens=120), history)
+    convo.record("Hi! My name is Arjun.", "Nice to meet you, Arjun!")
+    for i in range(20):
+        convo.record(f"Tell me fact number {i}.", f"Here is fact number {i}, a long one to fill the history.")
+    messages = convo.messages("What's my name?")
+    assert not any("Arjun" in m["content"] for m in messages[1:]), "the exchange that said it is gone"
+    assert "The user's name is Arjun." in messages[0]["content"]
+    assert "your name is always stella" in messages[0]["content"].lower()
+    restarted = Conversation(PersonaConfig(), ChatConfig(history_tokens=120))
+    restarted.remember_in(history)  # the encrypted store, opened at the next start
+    assert "The user's name is Arjun." in restarted.system_line()
+    convo.record("Actually, call me Arju.", "Arju it is!")
+    assert "The user's name is Arju." in convo.system_line()

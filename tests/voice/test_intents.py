@@ -24,7 +24,7 @@ from sidecar.frames import (
 )
 from sidecar.intents import Intents, Stop, Tell, Volume, Wear
 from sidecar.outfit_catalogue import load_catalogue
-from sidecar.outfit_tags import OutfitTags, strip_tags
+from sidecar.outfit_tags import OutfitTags, closest, strip_tags
 from sidecar.reply import Reply
 from sidecar.voice.sentences import Sentences
 from sidecar.voice.turn_taking import TurnTaker
@@ -94,12 +94,15 @@ def test_intents_are_handled_without_a_turn_and_other_words_start_one():
     assert len(link.requests) == 1, "only the unknown outfit request goes to the model"
 
 
-def reply_with(text: str) -> list:
-    """A reply streamed in 3-character tokens (tags split across them) through Reply, OutfitTags, Sentences."""
+def reply_with(text: str, *again: str, link: ScriptedLink | None = None) -> list:
+    """A reply streamed in 3-character tokens (tags split across them) through Reply, OutfitTags, Sentences;
+    `again`: what the model answers when asked again."""
     tokens = [text[i:i + 3] for i in range(0, len(text), 3)]
     convo = Conversation(PersonaConfig(), ChatConfig(), outfits=CATALOGUE)
+    link = link or ScriptedLink([])
+    link.replies = [tokens, *again]
     frames = run([UserTurnFrame(turn=1, text="hi", source="text"), 0.5, EndFrame()],
-                 [Reply(ScriptedLink([tokens]), convo, ChatConfig()), OutfitTags(CATALOGUE), Sentences(4)])
+                 [Reply(link, convo, ChatConfig()), OutfitTags(CATALOGUE), Sentences(4)])
     return frames, convo
 
 
@@ -111,11 +114,40 @@ def test_a_catalogue_outfit_tag_in_a_reply_changes_the_outfit_and_is_not_said():
     assert "[" not in convo.history.recent(1)[0].assistant
 
 
-def test_a_reply_naming_an_outfit_not_in_the_catalogue_changes_nothing(caplog):
-    frames, _ = reply_with("Sure![outfit: bikini]Ta-da!")
-    assert not [f for f in frames if isinstance(f, OutfitFrame)]
-    assert "bikini" in caplog.text and "not in the catalogue" in caplog.text
-    assert "bikini" not in " ".join(f.text for f in frames if isinstance(f, SentenceFrame))
+def test_an_outfit_not_in_the_catalogue_is_asked_for_again_once_and_the_answer_worn_unsaid():
+    link = ScriptedLink([])
+    frames, convo = reply_with("Off to the moon![outfit: space_suit]", "[outfit: space]", link=link)
+    assert [(f.id, f.source) for f in frames if isinstance(f, OutfitFrame)] == [("space", "assistant")]
+    assert len(link.requests) == 2, "asked again once"
+    again = link.requests[1]
+    assert again[-2] == {"role": "assistant", "content": "Off to the moon![outfit: space_suit]"}
+    assert '"space_suit"' in again[-1]["content"] and all(o.id in again[-1]["content"] for o in CATALOGUE)
+    assert " ".join(f.text for f in frames if isinstance(f, SentenceFrame)) == "Off to the moon!"
+    assert convo.history.recent(1)[0].assistant == "Off to the moon!"
+
+
+def test_an_outfit_still_unknown_when_asked_again_falls_back_to_the_closest_and_she_says_so():
+    frames, convo = reply_with("Sure![outfit: evening_gown]Ta-da!", "Hmm, [outfit: ballgown]")
+    assert [f.id for f in frames if isinstance(f, OutfitFrame)] == ["formal"]
+    said = " ".join(f.text for f in frames if isinstance(f, SentenceFrame))
+    assert said.startswith("Sure! Ta-da!")
+    assert "I don't have an evening gown, so I'm wearing my formal instead." in said, said
+    assert "wearing my formal instead" in convo.history.recent(1)[0].assistant, "she remembers saying so"
+
+
+@pytest.mark.parametrize("unknown, outfit", [("space_suit", "space"), ("astronaut_outfit", "space"),
+                                             ("red-dress", "red_dress"), ("pajamas", "pyjamas"),
+                                             ("sleepwear", "pyjamas"), ("tuxedo", "formal"), ("hoody", "hoodie")])
+def test_the_closest_outfit_to_a_made_up_id(unknown, outfit):
+    assert closest(unknown, CATALOGUE).id == outfit
+
+
+@pytest.mark.parametrize("phrase, outfit", [
+    ("Could you dress up for a trip to the moon?", "space"), ("It's bedtime, get ready for sleep.", "pyjamas"),
+    ("Wear something comfy and casual.", "hoodie"), ("Get dressed for the wedding, Stella.", "formal"),
+    ("Dress up for a party!", "red_dress"), ("Get ready for class.", "school")])
+def test_a_request_for_an_occasion_wears_the_outfit_that_suits_it(phrase, outfit):
+    assert INTENTS.parse(phrase) == Wear(outfit)
 
 
 def test_the_system_line_offers_the_catalogue_ids():
