@@ -11,7 +11,8 @@
   hoodie" is the hoodie), and from the occasions the outfit suits ("dress up for a trip to the
   moon" is the space suit, `outfit_catalogue.OCCASIONS`); one typo is forgiven ("pajamas").
   "Wear something nice", "wear the bikini", "don't wear the red dress" and "should I wear my
-  hoodie?" change nothing;
+  hoodie?" change nothing. In Mandarin: 换上/穿上/换成/换/穿 and an outfit's Chinese name
+  ("请换上宇航服"), not after 不/别/没;
 * the time, the date, the day of the week — the whole utterance asks for it ("what's the time",
   "tell me the date", "what day is it today"), answered from the injected clock in the user's
   time zone (the computer's own, `TZ` honoured). A question that merely contains the words
@@ -78,6 +79,7 @@ _WEAR = re.compile(
     r"dress(?:ed)? (?:up )?in|get into|get in|getting into|slip into|try on|go with|see you in|be in|"
     r"dress(?:ed)? up for|dress(?:ed)? for|get(?:ting)? (?:dressed|ready) for|"
     r"change your (?:outfit|clothes) to|put (?:the |your )?(?P<object>[a-z' ]+?) on\b)\s*(?P<rest>.*)")
+_WEAR_ZH = re.compile(r"(?<![不别没])(?:换上|穿上|换成|换|穿)(?P<rest>.+)")
 _NEGATED = re.compile(r"\b(?:don't|do not|dont|never|not|stop)\s+(?:\w+\s+){0,2}$")
 # "should I wear my hoodie?" is about the user's clothes
 _USERS_OWN = re.compile(r"\bmy\b")
@@ -145,7 +147,7 @@ class Intents:
             return Volume(+1)
         if core in _SOFTER:
             return Volume(-1)
-        return self._clock(said) or self._outfit(" ".join(said))
+        return self._clock(said) or self._outfit(" ".join(said)) or self._outfit_zh(text)
 
     def _clock(self, said: list[str]) -> Tell | None:
         asked = " ".join(w for w in said if w not in _CLOCK_FILLER).replace("what's", "what is")
@@ -170,6 +172,13 @@ class Intents:
             log.debug("outfit request %r names no single outfit of the catalogue", text)
             return None
         return Wear(found)
+
+    def _outfit_zh(self, text: str) -> Wear | None:
+        m = _WEAR_ZH.search(text)
+        if m is None or "我" in text[:m.start()]:  # "我穿上睡衣了" is the user's own clothes
+            return None
+        named = {o.id for o in self.outfits for name in o.chinese if name in m.group("rest")}
+        return Wear(named.pop()) if len(named) == 1 else None
 
     def resolve(self, phrase: str, keywords: dict[str, dict[str, int]] | None = None) -> str | None:
         """The one outfit `phrase` names (by the outfits' names, or by `keywords`), or None (no outfit,

@@ -14,6 +14,7 @@ class Outfit:
     id: str
     name: str
     occasions: tuple[str, ...] = ()  # words of a request that this outfit suits (sidecar.intents)
+    chinese: tuple[str, ...] = ()  # its names in Chinese
 
 
 # The built-in wardrobe's occasions, written from what each outfit is for (not from the bench's prompts).
@@ -32,9 +33,20 @@ OCCASIONS: dict[str, tuple[str, ...]] = {
 }
 
 
+# The built-in wardrobe's Chinese names: a Mandarin request ("换上宇航服") names its outfit by them.
+CHINESE_NAMES: dict[str, tuple[str, ...]] = {
+    "hoodie": ("卫衣", "连帽衫"),
+    "red_dress": ("红裙子", "红色连衣裙", "红裙", "连衣裙"),
+    "school": ("校服",),
+    "space": ("宇航服", "太空服", "航天服"),
+    "pyjamas": ("睡衣",),
+    "formal": ("礼服", "正装"),
+}
+
+
 def catalogue_of(manifest: Manifest) -> tuple[Outfit, ...]:
     """The outfits an atlas manifest offers."""
-    return tuple(Outfit(o.id, o.name, OCCASIONS.get(o.id, ())) for o in manifest.outfits)
+    return tuple(Outfit(o.id, o.name, OCCASIONS.get(o.id, ()), CHINESE_NAMES.get(o.id, ())) for o in manifest.outfits)
 
 
 def load_catalogue(atlas_dir: str = "") -> tuple[Outfit, ...]:

@@ -233,3 +233,11 @@ def test_a_clock_question_is_answered_without_the_model_and_spoken_like_a_reply(
         turns[0].turn, "stop", "It's 8:05 AM.")
     assert len(link.requests) == 1, "only the story goes to the model"
     assert {"role": "assistant", "content": "It's 8:05 AM."} in link.requests[0], "the answer is in the history"
+
+
+@pytest.mark.parametrize("phrase, outfit", [
+    ("请换上宇航服。", "space"), ("小星，穿上你的睡衣吧", "pyjamas"), ("换成校服", "school"),
+    ("换上红裙子！", "red_dress"), ("穿上礼服", "formal"), ("换卫衣", "hoodie"), ("别穿红裙子", None),
+    ("我穿上睡衣了", None), ("你喜欢宇航服吗？", None), ("换上礼服或者睡衣", None)])
+def test_a_mandarin_outfit_request_names_the_outfit_by_its_chinese_name(phrase, outfit):
+    assert INTENTS.parse(phrase) == (Wear(outfit) if outfit else None)
