@@ -153,6 +153,8 @@ class VoiceConfig:
     espeak_voice: str = "en-us"
     sentence_pause_ms: int = 120  # silence between sentences
     first_clause_words: int = 2  # the first sentence may be cut at a comma after this many words ("I'm fine, …")
+    # ... and before a word starting a new clause ("because", "and") after this many (0 = never)
+    first_break_words: int = 4
     # piper's threads (0 = onnxruntime's default, one per core). Piper makes the first clause while
     # the model still writes the rest of the reply on a core: there one thread beats two, whose
     # steps each wait for the thread that shares the busy core (2 cores, a nice-0 process spinning

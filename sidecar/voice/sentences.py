@@ -7,6 +7,10 @@ sooner, the first sentence of a reply may be cut at its first comma (or ; : —)
 `first_clause_words` words. Deciding often needs the next character, so a boundary is
 confirmed one token late, or at the end of the reply — except a comma or semicolon after a
 letter, which ends the first clause at once (a token sooner: ~40 ms of a small model on one core).
+A first sentence with no comma may also be cut before a word that starts a new clause ("I love
+rainy days | because …", "… | and …") once it has `first_break_words` words: an instruct model
+writes long first sentences at ~8-14 tokens a second here, and the whole sentence kept her silent
+for a second or more (tests/bench/app_latency.py).
 
 Small models sometimes glue stray tokens to the end of a sentence ("Paris.łę", "music.我可以",
 "music.ButtonClicked..."): a sentence mark followed at once by another script or a capital
@@ -32,6 +36,10 @@ ABBREVIATIONS = {
 _LAST_WORD = re.compile(r"([\w.]+)\.$")
 MAX_WORD = 30  # longer runs of letters are not words ("ButtonClickedattendedattended...")
 _UNSPACED = {"CJK", "HIRAGANA", "KATAKANA", "HANGUL", "THAI"}  # scripts written without spaces
+# words that start a new clause: a first sentence may be cut before one, said as a breath's pause
+BREAK_WORDS = {"and", "but", "so", "because", "when", "while", "if", "which", "where", "since", "or", "as", "with",
+               "for", "like", "although", "though", "until", "unless"}
+_BREAK = re.compile(r"\s(\w+)(?=\s)")
 
 
 def script(ch: str) -> str:
@@ -72,8 +80,9 @@ def sentences_of(text: str, first_clause_words: int = 4) -> list[str]:
 class SentenceSplitter:
     """One reply's text in, its sentences out; the first sentence sets the reply's script."""
 
-    def __init__(self, first_clause_words: int = 4, max_chars: int = 240) -> None:
+    def __init__(self, first_clause_words: int = 4, max_chars: int = 240, first_break_words: int = 0) -> None:
         self.first_clause_words = first_clause_words
+        self.first_break_words = first_break_words  # 0: no cut before a clause word
         self.max_chars = max_chars
         self._buf = ""
         self._emitted = 0
@@ -128,6 +137,10 @@ class SentenceSplitter:
                     return i + 1
                 if i + 1 == len(buf) and ch in ",;" and buf[i - 1].isalpha():
                     return i + 1  # "know," ends a clause whatever comes next (only digits go on: "1,000")
+        if self._emitted == 0 and self.first_break_words and main_script(buf) == "LATIN":
+            for m in _BREAK.finditer(buf):
+                if m.group(1).lower() in BREAK_WORDS and len(buf[:m.start()].split()) >= self.first_break_words:
+                    return m.start() + 1
         if len(buf) > self.max_chars:  # a run-on: cut at the last space so speech can go on
             space = buf.rfind(" ", 0, self.max_chars)
             return space + 1 if space > 0 else self.max_chars
@@ -175,10 +188,11 @@ class SentenceSplitter:
 class Sentences(Processor):
     """Tokens in, one SentenceFrame per sentence out, as soon as each is complete."""
 
-    def __init__(self, first_clause_words: int) -> None:
+    def __init__(self, first_clause_words: int, first_break_words: int = 0) -> None:
         super().__init__()
         self.first_clause_words = first_clause_words
-        self._splitter = SentenceSplitter(first_clause_words)
+        self.first_break_words = first_break_words
+        self._splitter = self._new()
         self._turn = 0
         self._index = 0
 
@@ -186,14 +200,17 @@ class Sentences(Processor):
         if isinstance(frame, TokenFrame):
             if frame.turn != self._turn:
                 self._turn, self._index = frame.turn, 0
-                self._splitter = SentenceSplitter(self.first_clause_words)
+                self._splitter = self._new()
             await self._emit(self._splitter.feed(frame.text))
             return
         if isinstance(frame, ReplyDoneFrame) and frame.turn == self._turn:
             await self._emit(self._splitter.flush())
         elif isinstance(frame, InterruptionFrame):
-            self._splitter = SentenceSplitter(self.first_clause_words)
+            self._splitter = self._new()
         await self.push(frame, direction)
+
+    def _new(self) -> SentenceSplitter:
+        return SentenceSplitter(self.first_clause_words, first_break_words=self.first_break_words)
 
     async def _emit(self, sentences: list[str]) -> None:
         for text in sentences:

@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from sidecar.voice.sentences import SentenceSplitter, speakable
 
 
-def split(text: str, first_clause_words: int = 4) -> list[str]:
+def split(text: str, first_clause_words: int = 4, first_break_words: int = 0) -> list[str]:
     """Feed `text` token by token (a word with its leading space, as a model streams it)."""
-    splitter = SentenceSplitter(first_clause_words)
+    splitter = SentenceSplitter(first_clause_words, first_break_words=first_break_words)
     out: list[str] = []
     for token in re.findall(r"\s*\S+", text):
         out += splitter.feed(token)
@@ -35,6 +35,19 @@ def split(text: str, first_clause_words: int = 4) -> list[str]:
 ])
 def test_sentence_boundaries(text, sentences):
     assert split(text, first_clause_words=99) == sentences
+
+
+@pytest.mark.parametrize("text, chunks", [
+    ("I love rainy days because they make everything cozy. Do you?",
+     ["I love rainy days", "because they make everything cozy.", "Do you?"]),
+    ("Rainy days are perfect for curling up with a book.", ["Rainy days are perfect", "for curling up with a book."]),
+    ("Yes and maybe. Then we can go and play.", ["Yes and maybe.", "Then we can go and play."]),  # first: too short
+    ("The capital of France is Paris.", ["The capital of France is Paris."]),  # no clause word: whole
+    ("For dinner, try a stir-fry with rice and beans.", ["For dinner,", "try a stir-fry with rice and beans."]),
+    ("我喜欢下雨天，因为很舒服。", ["我喜欢下雨天，因为很舒服。"]),  # Chinese is cut at its own marks only
+])
+def test_a_long_first_sentence_is_cut_before_a_clause_word_to_speak_sooner(text, chunks):
+    assert split(text, first_clause_words=2, first_break_words=4) == chunks
 
 
 def test_the_first_clause_is_cut_at_a_comma_to_speak_sooner():
