@@ -103,7 +103,10 @@ class SettingsPanel:
         config = settings.apply(self.base)
         await asyncio.to_thread(self.kept.save_settings, asdict(settings))
         if embedded or settings.server_url != self.values.server_url:
-            await asyncio.to_thread(self.saved_server.save, None if embedded else settings.server_url)
+            try:
+                await asyncio.to_thread(self.saved_server.save, None if embedded else settings.server_url)
+            except OSError as exc:
+                log.warning("the server choice is used now but not kept for the next starts: %s", exc)
         old, self.values = self.values, settings
         return config, settings.voice_changed(old)
 
