@@ -57,14 +57,14 @@ NOT_IN_CHARACTER = re.compile(r"language model|as an ai\b|i'm an? (?:\w+ )?ai\b|
 OTHER_NAME = re.compile(r"\b(?:[Mm]y name is|I'm|I am|[Cc]all me)\s+(?!Stella\b)([A-Z][a-z]+)\b")
 NOT_NAMES = {"Here", "Glad", "Happy", "Sorry", "Sure", "So", "Not", "Just", "Always", "Doing", "Great", "Good", "Fine",
              "Really", "Excited", "Thrilled", "Proud", "Very", "Also", "Still", "Ready", "Going", "Feeling"}
-ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*(seen|held)\s*\|\s*(\w+)\s*\|\s*([\w-]+)\s*\|\s*(.+?)\s*\|\s*(.+?)\s*\|\s*$")
+ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*(seen|held2|held)\s*\|\s*(\w+)\s*\|\s*([\w-]+)\s*\|\s*(.+?)\s*\|\s*(.+?)\s*\|\s*$")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
 @dataclass(frozen=True)
 class Prompt:
     number: int
-    set: str  # seen | held
+    set: str  # seen | held | held2 (outfit requests written after the held-out half was read)
     conversation: str
     category: str
     text: str
@@ -328,8 +328,8 @@ def report(runs: list[Run], command: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="compare_models", description=__doc__.split("\n\n")[0])
     parser.add_argument("--models", nargs="+", default=[DEFAULT_LLM])
-    parser.add_argument("--set", choices=["seen", "held", "all"], default="all",
-                        help="which half of the prompts to ask (tune on seen; judge on held)")
+    parser.add_argument("--set", choices=["seen", "held", "held2", "all"], default="all",
+                        help="which prompts to ask (tune on seen; judge on held and held2)")
     parser.add_argument("--threads", type=int, default=LlamaSection.threads,
                         help="llama-server threads (default: the embedded default's)")
     parser.add_argument("--out", type=Path, default=RESULTS)
