@@ -79,6 +79,11 @@ _WEAR = re.compile(
     r"dress(?:ed)? (?:up )?in|get into|get in|getting into|slip into|try on|go with|see you in|be in|"
     r"dress(?:ed)? up for|dress(?:ed)? for|get(?:ting)? (?:dressed|ready) for|"
     r"change your (?:outfit|clothes) to|put (?:the |your )?(?P<object>[a-z' ]+?) on\b)\s*(?P<rest>.*)")
+# Other ways to ask her to dress ("show me your party look", "get changed for school", "get your gear on"): the
+# outfit then comes from the whole request, by name or occasion. A bare "dress" is not one ("I love your red
+# dress" is a compliment).
+_DRESS_WORDS = re.compile(r"\b(?:wears|outfit|outfits|clothes|gear|changed|change|dressed|suit up|(?:your|a|the) "
+                          r"(?:\w+ )?look)\b")
 _WEAR_ZH = re.compile(r"(?<![不别没])(?:换上|穿上|换成|换|穿)(?P<rest>.+)")
 _NEGATED = re.compile(r"\b(?:don't|do not|dont|never|not|stop)\s+(?:\w+\s+){0,2}$")
 # "should I wear my hoodie?" is about the user's clothes
@@ -147,7 +152,9 @@ class Intents:
             return Volume(+1)
         if core in _SOFTER:
             return Volume(-1)
-        return self._clock(said) or self._outfit(" ".join(said)) or self._outfit_zh(text)
+        if _WEAR.search(" ".join(said)):  # a dressing verb: its object decides (or nothing does)
+            return self._clock(said) or self._outfit(" ".join(said))
+        return self._clock(said) or self._dressing(" ".join(said)) or self._outfit_zh(text)
 
     def _clock(self, said: list[str]) -> Tell | None:
         asked = " ".join(w for w in said if w not in _CLOCK_FILLER).replace("what's", "what is")
@@ -172,6 +179,34 @@ class Intents:
             log.debug("outfit request %r names no single outfit of the catalogue", text)
             return None
         return Wear(found)
+
+    def _dressing(self, text: str) -> Wear | None:
+        """A request that names no garment after a dressing verb but still asks her to dress for something."""
+        m = _DRESS_WORDS.search(text)
+        if m is None or _NEGATED.search(text[:m.start()]) or _USER_SUBJECT.search(text[:m.start()]):
+            return None
+        around = text[max(0, m.start() - 12):m.end() + 12]
+        if _USERS_OWN.search(around) or re.search(r"\b(?:should|shall) (?:i|we)\b", text):
+            return None
+        found = self.resolve(text) or self.resolve(text, self._occasions)
+        return Wear(found) if found else None
+
+    def asks_to_dress(self, text: str) -> bool:
+        """Whether `text` asks her about clothes at all (a dressing verb, "outfit", "clothes", 穿/换/衣)."""
+        said = " ".join(w for w in words(text) if w != self.name)
+        return bool(_WEAR.search(said) or _DRESS_WORDS.search(said) or re.search(r"\bdress\b", said)
+                    or re.search(r"[穿换衣]", text))
+
+    def named_in_reply(self, request: str, reply: str) -> str | None:
+        """The one outfit a reply to a dressing request names in words, with no tag ("I'll put on my pyjamas",
+        "我会穿上宇航服"): the model said it, so she wears it."""
+        if not self.asks_to_dress(request):
+            return None
+        named = {o.id for o in self.outfits for name in o.chinese if name in reply}
+        found = self.resolve(reply)
+        if found:
+            named.add(found)
+        return named.pop() if len(named) == 1 else None
 
     def _outfit_zh(self, text: str) -> Wear | None:
         m = _WEAR_ZH.search(text)

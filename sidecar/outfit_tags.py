@@ -32,9 +32,12 @@ def strip_tags(text: str) -> str:
 
 
 def tag_instruction(outfits: Sequence[Outfit]) -> str:
-    """The system line's sentence that offers the outfit tag, with the ids it may use."""
-    return ("To change your outfit, write [outfit: ID] with ID one of: "
-            + ", ".join(o.id for o in outfits) + ".")
+    """The system line's sentences that offer the outfit tag, with the ids it may use. A small model told
+    "to change your outfit, write [outfit: ID]" handed the sentence to the user ("To change your outfit,
+    write [outfit: school]"): the tag is said to be hers, with an example."""
+    return ("You can change your own clothes: when the user asks you to wear or show an outfit, or to dress for "
+            "something, say which outfit you put on and end your reply with the tag [outfit: ID], ID exactly one "
+            "of: " + ", ".join(f"{o.id} ({o.name.lower()})" for o in outfits) + ".")
 
 
 @dataclass(frozen=True)

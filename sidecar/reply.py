@@ -53,6 +53,7 @@ from sidecar.frames import (
     TokenFrame,
     UserTurnFrame,
 )
+from sidecar.intents import Intents
 from sidecar.outfit_tags import ask_again, check_tags, closest, fallback_note, strip_tags
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.sentences import sentences_of
@@ -99,6 +100,7 @@ class Reply(Processor):
         self._unheard: dict[int, str] = {}  # turn -> the user's words, until playback says what was heard
         self._streaming: tuple[int, list[str]] | None = None  # the turn whose reply is coming in
         self._guess: _Guess | None = None
+        self._intents = Intents(conversation.outfits, conversation.persona.name)
 
     async def start(self) -> None:
         self.link.warm(self.conversation.prefix())  # the session's first turn starts warm too
@@ -206,9 +208,17 @@ class Reply(Processor):
         await self._done(user, strip_tags("".join(pieces)), reason, timings)
 
     async def _settle_outfit(self, user: UserTurnFrame, reply: str, pieces: list[str]) -> None:
-        """A reply that named only unknown outfits: ask again once, else wear the closest and say so."""
+        """A reply that named only unknown outfits: ask again once, else wear the closest and say so. A reply
+        to a dressing request that names an outfit in words, with no tag, wears it."""
         outfits = self.conversation.outfits
-        unknown = check_tags(reply, outfits).unknown
+        check = check_tags(reply, outfits)
+        unknown = check.unknown
+        if check.wear is None and unknown is None:
+            named = self._intents.named_in_reply(user.text, strip_tags(reply))
+            if named is not None:
+                log.info("turn %d: the reply names the outfit %s without its tag: worn", user.turn, named)
+                await self.push(OutfitFrame(id=named, source="assistant"))
+            return
         if unknown is None:
             return
         again = self.link.chat(ask_again(self.conversation.messages(user.text), reply, unknown, outfits),

@@ -57,7 +57,8 @@ NOT_IN_CHARACTER = re.compile(r"language model|as an ai\b|i'm an? (?:\w+ )?ai\b|
 OTHER_NAME = re.compile(r"\b(?:[Mm]y name is|I'm|I am|[Cc]all me)\s+(?!Stella\b)([A-Z][a-z]+)\b")
 NOT_NAMES = {"Here", "Glad", "Happy", "Sorry", "Sure", "So", "Not", "Just", "Always", "Doing", "Great", "Good", "Fine",
              "Really", "Excited", "Thrilled", "Proud", "Very", "Also", "Still", "Ready", "Going", "Feeling"}
-ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*(seen|held2|held)\s*\|\s*(\w+)\s*\|\s*([\w-]+)\s*\|\s*(.+?)\s*\|\s*(.+?)\s*\|\s*$")
+ROW = re.compile(r"^\|\s*(\d+)\s*\|\s*(seen|held2|held)\s*\|\s*(\w+)\s*\|\s*([\w-]+)\s*\|\s*(.+?)\s*\|"
+                 r"\s*(.+?)\s*\|\s*$")
 CJK = re.compile(r"[\u4e00-\u9fff]")
 
 
@@ -213,6 +214,8 @@ async def ask(upstream: Upstream, convo: Conversation, intents: Intents, chat: C
     check = check_tags(answer.reply, convo.outfits)
     if check.wear is not None:
         answer.wore, answer.via = check.wear, "tag"
+    elif check.unknown is None and (named := intents.named_in_reply(p.text, strip_tags(answer.reply))):
+        answer.wore, answer.via = named, "named"
     elif check.unknown is not None:
         again, _ = await _stream(upstream, ChatRequest(ask_again(messages, answer.reply, check.unknown, convo.outfits),
                                                        max_tokens=16, temperature=0.0, stop=["\n"]), 0.0)
@@ -279,15 +282,16 @@ def run_model(name: str, prompts: list[Prompt], threads: int, log_dir: Path, per
 
 
 def table(runs: list[Run]) -> list[str]:
-    n = {w: len(runs[0].of(w)) for w in ("seen", "held")} if runs else {}
-    lines = [f"| model | threads | held /{6 * n.get('held', 0)} | seen /{6 * n.get('seen', 0)} | loops "
+    n = {w: len(runs[0].of(w)) for w in ("seen", "held", "held2")} if runs else {}
+    lines = [f"| model | threads | held /{6 * n.get('held', 0)} | seen /{6 * n.get('seen', 0)} "
+             f"| held2 /{6 * n.get('held2', 0)} | loops "
              "| repeated openings | outfit requests honoured | identity kept | right language | first token ms p50/p90 "
-             "| first clause ms p50/p90 | RSS MB |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| first clause ms p50/p90 | RSS MB |", "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         outfit = [s for s in r.scored if s.answer.prompt.pattern is None]
         honoured = sum(s.answer.wore in s.answer.prompt.outfits for s in outfit)
         (t50, t90), (c50, c90) = r.timing("first_token_ms"), r.timing("first_clause_ms")
-        lines.append(f"| {r.model} | {r.threads} | {r.total('held')} | {r.total('seen')} | "
+        lines.append(f"| {r.model} | {r.threads} | {r.total('held')} | {r.total('seen')} | {r.total('held2')} | "
                      f"{sum(not s.gate for s in r.scored)} | {sum(not s.fresh for s in r.scored)} | "
                      f"{honoured}/{len(outfit)} | {r.count('in_character')}/{len(r.scored)} | "
                      f"{r.count('language')}/{len(r.scored)} | {t50:.0f}/{t90:.0f} | {c50:.0f}/{c90:.0f} | "

@@ -241,3 +241,25 @@ def test_a_clock_question_is_answered_without_the_model_and_spoken_like_a_reply(
     ("我穿上睡衣了", None), ("你喜欢宇航服吗？", None), ("换上礼服或者睡衣", None)])
 def test_a_mandarin_outfit_request_names_the_outfit_by_its_chinese_name(phrase, outfit):
     assert INTENTS.parse(phrase) == (Wear(outfit) if outfit else None)
+
+
+@pytest.mark.parametrize("phrase, outfit", [
+    ("Show me your party look!", "red_dress"), ("Time for school, get changed.", "school"),
+    ("Get your gear on, we are going to the moon.", "space"), ("Can you change for bed?", "pyjamas"),
+    ("You look tired today.", None), ("Change the subject, please.", None), ("Look at the stars tonight.", None),
+    ("My outfit for the party is ready.", None), ("I changed my clothes for the party.", None),
+    ("What clothes do you like?", None)])
+def test_other_ways_to_ask_her_to_dress_find_the_outfit_in_the_whole_request(phrase, outfit):
+    assert INTENTS.parse(phrase) == (Wear(outfit) if outfit else None)
+
+
+@pytest.mark.parametrize("asked, reply, outfit", [
+    ("It's a lazy Sunday, dress down a bit.", "I'll put on my pyjamas!", "pyjamas"),
+    ("我们去参加晚宴，你穿得正式一点。", "好的，我换上礼服。", "formal"),
+    ("Tell me about the moon.", "Astronauts walk there in a space suit.", None),  # not a dressing request
+    ("Wear something for me.", "A hoodie or pyjamas, which one?", None)])  # two outfits: no choice made
+def test_a_reply_to_a_dressing_request_that_names_an_outfit_without_its_tag_wears_it(asked, reply, outfit):
+    convo = Conversation(PersonaConfig(), ChatConfig(), outfits=CATALOGUE)
+    frames = run([UserTurnFrame(turn=1, text=asked, source="text"), 0.5, EndFrame()],
+                 [Reply(ScriptedLink([reply]), convo, ChatConfig()), OutfitTags(CATALOGUE)])
+    assert [f.id for f in frames if isinstance(f, OutfitFrame)] == ([outfit] if outfit else [])
