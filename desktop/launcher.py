@@ -33,7 +33,7 @@ from remote_api.shared.config_loader import ConfigError
 from remote_api.shared.logs import setup_logging
 from remote_api.shared.processes import NotHealthy, die_with_parent, free_port, running, wait_healthy
 from sidecar.config import load_app_config, server_environment
-from sidecar.launch import SavedServer
+from sidecar.launch import SavedModel, SavedServer
 from sidecar.outfit_catalogue import load_catalogue
 
 if TYPE_CHECKING:  # the terminal chat is imported when it runs: the window starts sooner without it
@@ -57,10 +57,11 @@ def log_path() -> Path:
 
 @contextlib.contextmanager
 def embedded_gateway(config: Path | None = None, timeout: float = 120.0, wait: bool = True,
-                     output: IO[str] | None = None) -> Iterator[str]:
+                     output: IO[str] | None = None, model: str | None = None) -> Iterator[str]:
     """Start `stella-server serve` on a free loopback port; yield its URL (once healthy if `wait`).
 
-    Its output (log lines) goes to `output`, or to our own stdout/stderr when None."""
+    Its output (log lines) goes to `output`, or to our own stdout/stderr when None. `model`: the catalogue LLM
+    it runs (chosen in Settings, `SavedModel`); None: its config's, else the catalogue's default."""
     port = free_port()
     cmd = [sys.executable, "-m", "remote_api.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
     if config is not None:
@@ -68,7 +69,8 @@ def embedded_gateway(config: Path | None = None, timeout: float = 120.0, wait: b
     url = f"http://127.0.0.1:{port}"
     written = output.tell() if output is not None else 0  # where its lines start in the log file
     with running(cmd, url, timeout=None, grace=15, stdin=subprocess.DEVNULL, stdout=output, stderr=output,
-                 env=server_environment(os.environ), preexec_fn=die_with_parent) as proc:
+                 env={**server_environment(os.environ), **({"STELLA_LLAMA__MODEL_NAME": model} if model else {})},
+                 preexec_fn=die_with_parent) as proc:
         if wait:
             _wait_healthy(proc, url, timeout, output, written)
         yield url
@@ -97,6 +99,16 @@ def _last_words(output: IO[str], written: int) -> str:
     except (OSError, AttributeError):
         return ""
     return f": {said[-1]}" if said else ""
+
+
+def _saved_model(store: Path) -> str | None:
+    """The model chosen in Settings for the embedded default (None: the default one; a damaged file is said)."""
+    try:
+        return SavedModel.beside(store).load()
+    except ValueError as exc:
+        print(f"stella: {exc}; the embedded default runs its default model (choose another in Settings)",
+              file=sys.stderr, flush=True)
+        return None
 
 
 def choose_server(given: str | None, saved: SavedServer) -> str | None:
@@ -147,7 +159,8 @@ def run(server: str | None, config: Path | None, window: WindowOptions | None = 
             print("Starting the embedded default: local llama-server with the bundled model + gateway…",
                   file=sys.stderr, flush=True)
             try:
-                server = stack.enter_context(embedded_gateway(config, wait=not show_window, output=logs))
+                server = stack.enter_context(embedded_gateway(config, wait=not show_window, output=logs,
+                                                              model=_saved_model(window.store)))
             except LaunchError as exc:
                 print(f"stella: {exc}", file=sys.stderr)
                 return 1

@@ -435,7 +435,7 @@ class SettingsPanel {
   save(overrides = {}) {
     const values = {};
     for (const name of ['server_url', 'wake_engine', 'wake_model', 'wake_phrase', 'tts_engine', 'input_device',
-      'output_device']) values[name] = this.form[name].value;
+      'output_device', 'embedded_model']) values[name] = this.form[name].value;
     Object.assign(values, overrides);
     this.embeddedChosen = values.server_url === '';
     if (!this.channel.send({ cmd: 'settings', values })) {
@@ -462,6 +462,10 @@ class SettingsPanel {
     options(this.form.wake_model, choices.wake_model, titleCase);
     options(this.form.input_device, choices.input_device, (v) => v, 'System default');
     options(this.form.output_device, choices.output_device, (v) => v, 'System default');
+    // the embedded default's models, each with what it is like (a list beside the names, in the same order)
+    const described = new Map(choices.embedded_model.map((v, i) => [v, choices.embedded_model_label[i]]));
+    options(this.form.embedded_model, choices.embedded_model.filter((v) => v !== ''), (v) => described.get(v) || v,
+      described.get('') || 'The default');
     for (const [name, value] of Object.entries(values)) if (this.form[name]) this.form[name].value = value;
     this._showWakeFields();
     $('pairing-status').textContent = event.paired ? 'This device is paired with the server.'

@@ -36,7 +36,7 @@ from sidecar.engine.voice_session import Sessions, sentence
 from sidecar.engine.wardrobe import Wardrobe
 from sidecar.events import EachEventOnce, TurnTimeline
 from sidecar.frames import EnrolmentFrame, Frame, InputStartedFrame, MouthFrame, OutfitFrame, TurnTimelineFrame
-from sidecar.launch import PORT_LINE, Launch, SavedServer
+from sidecar.launch import PORT_LINE, Launch, SavedModel, SavedServer
 from sidecar.outfit_catalogue import catalogue_of
 from sidecar.pipeline import Observer
 from sidecar.store import StoreConfig, StoreError
@@ -70,7 +70,7 @@ class App:
         self.conversation = Conversation(config.persona, config.chat, outfits=catalogue_of(self.manifest))
         self.link = LinkKeeper(self.channel.send, lambda: self.sessions.reload())
         self.settings = SettingsPanel(config, self.kept, lambda url: self.link.credentials(url) is not None,
-                                      SavedServer.beside(options.store))
+                                      SavedServer.beside(options.store), SavedModel.beside(options.store))
         self.sessions = Sessions(config, self.link, self.conversation, self.presence, self._observers,
                                  self.channel.send)
         self.unlock = StoreUnlock(options.store, StoreConfig().keyring_service, self.channel.send)

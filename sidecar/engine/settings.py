@@ -11,7 +11,7 @@ from typing import Any
 from sidecar.channel_messages import Settings
 from sidecar.config import WAKE_MODELS, AppConfig, VoiceConfig
 from sidecar.engine.stored import EngineStore
-from sidecar.launch import SavedServer
+from sidecar.launch import SavedModel, SavedServer
 from sidecar.voice.devices import portaudio
 
 log = logging.getLogger(__name__)
@@ -28,6 +28,7 @@ class UserSettings:
     tts_engine: str
     input_device: str
     output_device: str
+    embedded_model: str = ""  # the embedded default's LLM from the next start ("" = the catalogue's default)
 
     @classmethod
     def of(cls, config: AppConfig) -> UserSettings:
@@ -55,7 +56,8 @@ class UserSettings:
         return replace(config, server_url=self.server_url, voice=voice)
 
     def voice_changed(self, other: UserSettings) -> bool:
-        return any(getattr(self, f.name) != getattr(other, f.name) for f in fields(self) if f.name != "server_url")
+        return any(getattr(self, f.name) != getattr(other, f.name) for f in fields(self)
+                   if f.name not in ("server_url", "embedded_model"))
 
 
 class SettingsPanel:
@@ -64,19 +66,24 @@ class SettingsPanel:
     `paired(server_url)` says whether this device holds a pairing with that server (the link knows). A server
     address the user changes is also kept in `saved_server`, for the launcher's next starts; an empty one is
     *Use the embedded default* (this session stays on its server, the next start runs the embedded default).
+    The embedded default's model is kept in `saved_model` (the launcher starts that server), from the next start.
     """
 
     def __init__(self, base: AppConfig, kept: EngineStore, paired: Callable[[str], bool],
-                 saved_server: SavedServer) -> None:
+                 saved_server: SavedServer, saved_model: SavedModel) -> None:
         self.base = base
         self.kept = kept
         self.paired = paired
         self.saved_server = saved_server
-        self.values = UserSettings.of(base)
+        self.saved_model = saved_model
+        self.values = replace(UserSettings.of(base), embedded_model=self._model_in_file())
         self.devices: dict[str, list[str]] = {"input": [], "output": []}
+        self.models: tuple[list[str], list[str]] = ([""], ["The default"])
 
     async def refresh_devices(self) -> None:
+        """The sound devices and the installed models, as they are now (when the panel opens)."""
         self.devices = await asyncio.to_thread(sound_devices)
+        self.models = await asyncio.to_thread(model_choices)
 
     def restore(self, saved: dict[str, Any], server: str | None) -> AppConfig | None:
         """The config the store's settings give (`server`, given at start, wins); None if they are unusable."""
@@ -88,8 +95,15 @@ class SettingsPanel:
         except ValueError as exc:
             log.warning("saved settings not used: %s", exc)
             return None
-        self.values = values
+        self.values = replace(values, embedded_model=self._model_in_file())  # the file is what the launcher reads
         return config
+
+    def _model_in_file(self) -> str:
+        try:
+            return self.saved_model.load() or ""
+        except ValueError as exc:
+            log.warning("%s", exc)
+            return ""
 
     async def save(self, values: dict[str, Any]) -> tuple[AppConfig, bool]:
         """The config the panel's `values` give, and whether the voice must reload; kept in the store.
@@ -101,7 +115,14 @@ class SettingsPanel:
         if embedded:
             settings = replace(settings, server_url=self.values.server_url)
         config = settings.apply(self.base)
+        if settings.embedded_model != self.values.embedded_model:
+            await asyncio.to_thread(_check_installed, settings.embedded_model)
         await asyncio.to_thread(self.kept.save_settings, asdict(settings))
+        if settings.embedded_model != self.values.embedded_model:
+            try:
+                await asyncio.to_thread(self.saved_model.save, settings.embedded_model or None)
+            except OSError as exc:
+                raise ValueError(f"The model choice could not be kept ({exc}).") from None
         if embedded or settings.server_url != self.values.server_url:
             try:
                 await asyncio.to_thread(self.saved_server.save, None if embedded else settings.server_url)
@@ -111,7 +132,40 @@ class SettingsPanel:
         return config, settings.voice_changed(old)
 
     def event(self, saved: bool = False) -> Settings:
-        return settings_event(self.values, self.devices, self.paired(self.values.server_url), saved)
+        return settings_event(self.values, self.devices, self.models, self.paired(self.values.server_url), saved)
+
+
+def _check_installed(name: str) -> None:
+    """ValueError, in words for the user, unless `name` is "" or an installed catalogue language model."""
+    if not name:
+        return
+    from remote_api.shared.models.catalogue import find
+    from remote_api.shared.models.provision import Models
+
+    try:
+        spec = find(name)
+    except KeyError:
+        spec = None
+    if spec is None or spec.kind != "llm":
+        raise ValueError(f"{name!r} is not a language model Stella knows.")
+    if not all(state.ok for state in Models().check(spec, quick=True)):
+        raise ValueError(f"The model {name} is not installed yet: run `stella models install {name}` "
+                         f"({spec.total_size / 1e9:.2f} GB), then choose it again.")
+
+
+def model_choices() -> tuple[list[str], list[str]]:
+    """The embedded default's models to pick from ("" = the default) and what Settings shows for each."""
+    from remote_api.shared.models.catalogue import DEFAULT_LLM, llms
+    from remote_api.shared.models.provision import Models
+
+    models = Models()
+    names, labels = [""], [f"The default ({DEFAULT_LLM})"]
+    for spec in llms():
+        there = all(state.ok for state in models.check(spec, quick=True))
+        names.append(spec.name)
+        labels.append(f"{spec.name} — {spec.measured} ({spec.total_size / 1e9:.2f} GB"
+                      f"{'' if there else ', not installed'})")
+    return names, labels
 
 
 def sound_devices() -> dict[str, list[str]]:
@@ -133,11 +187,13 @@ def wake_label(voice: VoiceConfig) -> str:
     return voice.wake_phrase.title()
 
 
-def settings_event(settings: UserSettings, devices: dict[str, list[str]], paired: bool,
-                   saved: bool = False) -> Settings:
+def settings_event(settings: UserSettings, devices: dict[str, list[str]], models: tuple[list[str], list[str]],
+                   paired: bool, saved: bool = False) -> Settings:
     return Settings(values=asdict(settings), saved=saved,
                     choices={"wake_engine": ["phrase", "two_stage", "openwakeword", "off"],
                              "wake_model": list(WAKE_MODELS),
                              "tts_engine": ["piper", "espeak"], "input_device": devices["input"],
-                             "output_device": devices["output"]},
+                             "output_device": devices["output"],
+                             # the models' names, and beside them (same order) what each is like
+                             "embedded_model": models[0], "embedded_model_label": models[1]},
                     paired=paired)

@@ -93,6 +93,24 @@ def test_without_a_keyring_piped_input_goes_on_unsaved_and_verbose_puts_logs_on_
     assert not (tmp_path / "state" / "stella" / "log" / "stella.log").exists()
 
 
+@pytest.mark.llama
+def test_the_model_chosen_in_settings_is_the_one_the_next_start_runs(tmp_path):
+    """Settings keeps the embedded default's model beside the store (`SavedModel`); `stella run` starts its
+    llama-server on that model, not the catalogue's default."""
+    from remote_api.shared.models.provision import Models
+    from sidecar.launch import SavedModel
+
+    store = tmp_path / "stella.db"
+    SavedModel.beside(store).save("gemma3-270m")
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS")}
+    env.update(XDG_STATE_HOME=str(tmp_path / "state"), XDG_DATA_HOME=str(tmp_path / "data"))
+    done = subprocess.run([str(ROOT / ".venv" / "bin" / "stella"), "run", "--voice", "off", "--store", str(store)],
+                          input="What time is it?\n", capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    logged = (tmp_path / "state" / "stella" / "log" / "stella.log").read_text()
+    assert f"with {Models().path('gemma3-270m').name}" in logged, "llama-server started on the chosen model"
+
+
 def test_a_mistyped_settings_file_is_named_before_anything_starts(tmp_path):
     settings = tmp_path / "stella.toml"
     settings.write_text("[chat]\ntemprature = 0.2\n")

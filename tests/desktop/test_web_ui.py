@@ -182,6 +182,16 @@ def test_settings_are_kept_and_bad_ones_refused_in_plain_words(page, engine: Eng
         engine.supervisor.command.index("--server") + 1]
 
 
+def test_the_embedded_defaults_model_is_offered_with_what_each_is_like(page, engine: Engine, assets: str) -> None:
+    open_ui(page, engine, assets)
+    page.click("#open-settings")
+    until(page, "document.querySelectorAll('[name=embedded_model] option').length > 1")
+    labels = page.locator("[name=embedded_model] option").all_inner_texts()
+    assert labels[0].startswith("The default (")
+    assert any(label.startswith("qwen2.5-0.5b — faster") for label in labels), labels
+    assert all(" GB" in label for label in labels[1:]), "each model with its size"
+
+
 def test_the_two_stage_wake_word_is_offered_with_its_model_choice(page, engine: Engine, assets: str) -> None:
     open_ui(page, engine, assets)
     page.click("#open-settings")

@@ -4,6 +4,8 @@ sees answered, what is kept in the store across a restart, and that a bad comman
 from __future__ import annotations
 
 import asyncio
+import os
+import pwd
 import re
 from pathlib import Path
 
@@ -68,6 +70,45 @@ def test_opening_the_settings_panel_answers_that_page_with_the_settings_and_thei
             assert shown["saved"] is False
             assert shown["values"] == page.greeted("settings")["values"]
             assert {"input_device", "output_device", "wake_engine"} <= set(shown["choices"])
+
+    asyncio.run(scenario())
+
+
+def test_the_embedded_defaults_model_is_chosen_among_the_installed_ones_and_kept_for_the_launcher(
+        home: Home, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings offers every catalogue language model with what it is like; one not installed is refused with
+    the command that installs it; a chosen one is kept beside the store, where the launcher reads it."""
+    from remote_api.shared.models.catalogue import llms
+    from remote_api.shared.models.provision import Models
+    from sidecar.launch import SavedModel
+
+    # the machine's model cache (the test keyring's session has a HOME of its own)
+    monkeypatch.setenv("STELLA_MODELS_DIR", os.environ.get("STELLA_MODELS_DIR")
+                       or str(Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "stella" / "models"))
+
+    installed = [s.name for s in llms() if all(f.ok for f in Models().check(s, quick=True))]
+    missing = [s.name for s in llms() if s.name not in installed]
+
+    async def scenario() -> None:
+        async with running(home) as engine, engine.window() as page:
+            await page.send({"cmd": "settings"})
+            choices = (await page.next("settings"))["choices"]
+            assert choices["embedded_model"] == ["", *(s.name for s in llms())]
+            assert len(choices["embedded_model_label"]) == len(choices["embedded_model"])
+            assert all(" GB" in label for label in choices["embedded_model_label"][1:])
+            if missing:
+                await page.send({"cmd": "settings", "values": {"embedded_model": missing[0]}})
+                error = await page.next("error")
+                assert f"`stella models install {missing[0]}`" in error["message"]
+                assert SavedModel.beside(home.store).load() is None
+            await page.send({"cmd": "settings", "values": {"embedded_model": installed[0]}})
+            assert (await page.next("settings"))["values"]["embedded_model"] == installed[0]
+        assert SavedModel.beside(home.store).load() == installed[0], "kept where the launcher looks"
+        async with running(home) as engine, engine.window() as page:
+            assert page.greeted("settings")["values"]["embedded_model"] == installed[0]
+            await page.send({"cmd": "settings", "values": {"embedded_model": ""}})
+            await page.next("settings")
+        assert SavedModel.beside(home.store).load() is None, "the default again"
 
     asyncio.run(scenario())
 

