@@ -108,7 +108,8 @@ class LlamaServer:
         if not self.binary.is_file() or not os.access(self.binary, os.X_OK):
             raise LlamaServerError(
                 f"llama-server binary not found at {self.binary}; build it with `bash build/llama_server.sh`"
-                " (or run `make setup`)"
+                " in a Stella source checkout (it caches the binary there for every install on this machine), or"
+                " run Stella on a server of yours: `stella run --server URL`"
             )
         if not self.model.is_file():
             raise LlamaServerError(
