@@ -98,7 +98,7 @@ def provision_missing_models(argv: list[str]) -> None:
     models = Models()
     kinds = {"asr", "tts", "wake"} | ({"llm"} if _uses_embedded_server(argv) else set())
     wanted = [s for s in default_specs() if s.kind in kinds and s.first_start]
-    missing = [s for s in wanted if not all(f.ok for f in models.check(s, quick=True))]
+    missing = [s for s in wanted if not models.installed(s)]
     if not missing:
         return
     names = ", ".join(s.name for s in missing)

@@ -202,7 +202,7 @@ class Intents:
         "我会穿上宇航服"): the model said it, so she wears it."""
         if not self.asks_to_dress(request):
             return None
-        named = {o.id for o in self.outfits for name in o.chinese if name in reply}
+        named = self._named_zh(reply)
         found = self.resolve(reply)
         if found:
             named.add(found)
@@ -212,8 +212,12 @@ class Intents:
         m = _WEAR_ZH.search(text)
         if m is None or "我" in text[:m.start()]:  # "我穿上睡衣了" is the user's own clothes
             return None
-        named = {o.id for o in self.outfits for name in o.chinese if name in m.group("rest")}
+        named = self._named_zh(m.group("rest"))
         return Wear(named.pop()) if len(named) == 1 else None
+
+    def _named_zh(self, text: str) -> set[str]:
+        """The outfits whose Chinese names `text` holds."""
+        return {o.id for o in self.outfits if any(name in text for name in o.chinese)}
 
     def resolve(self, phrase: str, keywords: dict[str, dict[str, int]] | None = None) -> str | None:
         """The one outfit `phrase` names (by the outfits' names, or by `keywords`), or None (no outfit,

@@ -4,18 +4,20 @@ and turned into outfit changes for catalogue ids only by the pipeline processor 
 
 A reply whose only tags name outfits the catalogue lacks ("[outfit: space_suit]") is not a silent
 nothing: the model is asked again once (`ask_again`: the ids it may use, nothing else to say), and
-if it still names none, the closest outfit is worn (`closest`) and she says so (`fallback_note`).
-`sidecar.reply` runs that; these are its pure parts."""
+if it still names none, the closest outfit is worn (`closest`) and she says so (`fallback_note`). A
+reply to a dressing request that names an outfit in words, with no tag, wears it. `settle` decides,
+given a way to ask the model; `sidecar.reply` and the companion bench both run it."""
 
 from __future__ import annotations
 
 import difflib
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from sidecar.frames import Frame, InterruptionFrame, OutfitFrame, ReplyDoneFrame, TokenFrame
+from sidecar.intents import Intents
 from sidecar.outfit_catalogue import Outfit
 from sidecar.pipeline import Direction, Processor
 
@@ -34,7 +36,8 @@ def strip_tags(text: str) -> str:
 def tag_instruction(outfits: Sequence[Outfit]) -> str:
     """The system line's sentences that offer the outfit tag, with the ids it may use. A small model told
     "to change your outfit, write [outfit: ID]" handed the sentence to the user ("To change your outfit,
-    write [outfit: school]"): the tag is said to be hers, with an example."""
+    write [outfit: school]"): the tag is said to be hers. (An example reply, "Sure! [outfit: hoodie]", was
+    copied word for word, with made-up tags.)"""
     return ("You can change your own clothes: when the user asks you to wear or show an outfit, or to dress for "
             "something, say which outfit you put on and end your reply with the tag [outfit: ID], ID exactly one "
             "of: " + ", ".join(f"{o.id} ({o.name.lower()})" for o in outfits) + ".")
@@ -77,6 +80,37 @@ def closest(unknown: str, outfits: Sequence[Outfit]) -> Outfit:
         return max(difflib.SequenceMatcher(None, unknown.lower(), text.lower()).ratio() for text in (o.id, o.name))
 
     return max(outfits, key=lambda o: (len(said & words_of(o)), spelling(o)))
+
+
+# How the one follow-up is asked for: a tag and nothing else, the same every time.
+ASK_AGAIN = {"max_tokens": 16, "temperature": 0.0, "stop": ["\n"]}
+
+
+@dataclass(frozen=True)
+class Settled:
+    """The outfit a finished reply leaves her in, and how that was decided."""
+
+    wear: str | None = None
+    via: str = ""  # "tag" (worn as it streamed, by `OutfitTags`), "named", "asked again" or "closest"
+    note: str = ""  # what she says about it (only "closest")
+
+
+async def settle(reply: str, request: str, messages: list[dict[str, str]], intents: Intents,
+                 ask: Callable[[list[dict[str, str]]], Awaitable[str]]) -> Settled:
+    """The outfit `reply` (to the user's `request`, asked with `messages`) should leave her in; `ask` sends one
+    more request (`ASK_AGAIN`) and returns the model's answer."""
+    outfits = intents.outfits
+    check = check_tags(reply, outfits)
+    if check.wear is not None:
+        return Settled(check.wear, "tag")
+    if check.unknown is None:
+        named = intents.named_in_reply(request, strip_tags(reply))
+        return Settled(named, "named") if named else Settled()
+    wear = check_tags(await ask(ask_again(messages, reply, check.unknown, outfits)), outfits).wear
+    if wear is not None:
+        return Settled(wear, "asked again")
+    nearest = closest(check.unknown, outfits)
+    return Settled(nearest.id, "closest", fallback_note(check.unknown, nearest))
 
 
 def fallback_note(unknown: str, outfit: Outfit) -> str:

@@ -54,7 +54,7 @@ from sidecar.frames import (
     UserTurnFrame,
 )
 from sidecar.intents import Intents
-from sidecar.outfit_tags import ask_again, check_tags, closest, fallback_note, strip_tags
+from sidecar.outfit_tags import ASK_AGAIN, settle, strip_tags
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.sentences import sentences_of
 
@@ -208,39 +208,26 @@ class Reply(Processor):
         await self._done(user, strip_tags("".join(pieces)), reason, timings)
 
     async def _settle_outfit(self, user: UserTurnFrame, reply: str, pieces: list[str]) -> None:
-        """A reply that named only unknown outfits: ask again once, else wear the closest and say so. A reply
-        to a dressing request that names an outfit in words, with no tag, wears it."""
-        outfits = self.conversation.outfits
-        check = check_tags(reply, outfits)
-        unknown = check.unknown
-        if check.wear is None and unknown is None:
-            named = self._intents.named_in_reply(user.text, strip_tags(reply))
-            if named is not None:
-                log.info("turn %d: the reply names the outfit %s without its tag: worn", user.turn, named)
-                await self.push(OutfitFrame(id=named, source="assistant"))
+        """The outfit the reply leaves her in (`outfit_tags.settle`), when its tag did not already say it."""
+        settled = await settle(reply, user.text, self.conversation.messages(user.text), self._intents, self._ask)
+        if settled.wear is None or settled.via == "tag":  # a catalogue tag was worn as it streamed (OutfitTags)
             return
-        if unknown is None:
-            return
-        again = self.link.chat(ask_again(self.conversation.messages(user.text), reply, unknown, outfits),
-                               max_tokens=16, temperature=0.0, stop=["\n"])
+        log.info("turn %d: wearing %s (%s)", user.turn, settled.wear, settled.via)
+        await self.push(OutfitFrame(id=settled.wear, source="assistant"))
+        if settled.note:
+            pieces.append(settled.note)
+            await self.push(TokenFrame(turn=user.turn, index=-1, text=settled.note))
+
+    async def _ask(self, messages: list[dict[str, str]]) -> str:
+        """One short request whose answer is read, not said (the outfit asked for again)."""
         answer: list[str] = []
+        turn = self.link.chat(messages, **ASK_AGAIN)
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(self.chat.reply_timeout_s):
-                async for event in again:
+                async for event in turn:
                     if isinstance(event, Token):
                         answer.append(event.text)
-        wear = check_tags("".join(answer), outfits).wear
-        if wear is not None:
-            log.info("turn %d: the reply's outfit was not in the catalogue; asked again, it chose %s", user.turn, wear)
-            await self.push(OutfitFrame(id=wear, source="assistant"))
-            return
-        nearest = closest(unknown, outfits)
-        log.info("turn %d: the reply's outfit was not in the catalogue, twice; wearing the closest, %s",
-                 user.turn, nearest.id)
-        await self.push(OutfitFrame(id=nearest.id, source="assistant"))
-        note = fallback_note(unknown, nearest)
-        pieces.append(note)
-        await self.push(TokenFrame(turn=user.turn, index=-1, text=note))
+        return "".join(answer)
 
     async def _answer_locally(self, user: UserTurnFrame, answer: str) -> None:
         if self.spoken:

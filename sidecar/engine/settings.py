@@ -115,10 +115,11 @@ class SettingsPanel:
         if embedded:
             settings = replace(settings, server_url=self.values.server_url)
         config = settings.apply(self.base)
-        if settings.embedded_model != self.values.embedded_model:
+        model_changed = settings.embedded_model != self.values.embedded_model
+        if model_changed:
             await asyncio.to_thread(_check_installed, settings.embedded_model)
         await asyncio.to_thread(self.kept.save_settings, asdict(settings))
-        if settings.embedded_model != self.values.embedded_model:
+        if model_changed:
             try:
                 await asyncio.to_thread(self.saved_model.save, settings.embedded_model or None)
             except OSError as exc:
@@ -148,7 +149,7 @@ def _check_installed(name: str) -> None:
         spec = None
     if spec is None or spec.kind != "llm":
         raise ValueError(f"{name!r} is not a language model Stella knows.")
-    if not all(state.ok for state in Models().check(spec, quick=True)):
+    if not Models().installed(spec):
         raise ValueError(f"The model {name} is not installed yet: run `stella models install {name}` "
                          f"({spec.total_size / 1e9:.2f} GB), then choose it again.")
 
@@ -161,10 +162,9 @@ def model_choices() -> tuple[list[str], list[str]]:
     models = Models()
     names, labels = [""], [f"The default ({DEFAULT_LLM})"]
     for spec in llms():
-        there = all(state.ok for state in models.check(spec, quick=True))
         names.append(spec.name)
         labels.append(f"{spec.name} — {spec.measured} ({spec.total_size / 1e9:.2f} GB"
-                      f"{'' if there else ', not installed'})")
+                      f"{'' if models.installed(spec) else ', not installed'})")
     return names, labels
 
 

@@ -40,7 +40,7 @@ from sidecar.config import ChatConfig, PersonaConfig, VoiceConfig
 from sidecar.conversation import Conversation
 from sidecar.intents import Intents, Wear
 from sidecar.outfit_catalogue import Outfit, load_catalogue
-from sidecar.outfit_tags import OUTFIT_TAG, ask_again, check_tags, closest, strip_tags
+from sidecar.outfit_tags import ASK_AGAIN, OUTFIT_TAG, settle, strip_tags
 from sidecar.voice.sentences import SentenceSplitter, sentences_of
 
 HERE = Path(__file__).resolve().parent
@@ -104,7 +104,7 @@ class Answer:
     reply: str  # as the model wrote it ("" when a local intent handled it)
     finish: str
     wore: str | None = None  # the outfit the app ends up wearing
-    via: str = ""  # intent | tag | asked again | closest
+    via: str = ""  # intent | tag | named | asked again | closest
     first_token_ms: float = float("nan")
     first_clause_ms: float = float("nan")
 
@@ -181,7 +181,9 @@ def score(answer: Answer, catalogue: tuple[Outfit, ...], openings: set[str]) -> 
 
 async def _stream(upstream: Upstream, req: ChatRequest, began: float, answer: Answer | None = None) -> tuple[str, str]:
     """One reply through the gateway's upstream client; times its first token and first clause."""
-    splitter, pieces, finish = SentenceSplitter(VoiceConfig().first_clause_words), [], ""
+    voice = VoiceConfig()
+    splitter = SentenceSplitter(voice.first_clause_words, first_break_words=voice.first_break_words)
+    pieces, finish = [], ""
     async with contextlib.aclosing(upstream.stream(req)) as stream:
         async for item in stream:
             if isinstance(item, TokenDelta):
@@ -211,17 +213,11 @@ async def ask(upstream: Upstream, convo: Conversation, intents: Intents, chat: C
                       stop=sampling["stop"], repeat_penalty=sampling["repeat_penalty"],
                       dry_multiplier=sampling["dry_multiplier"])
     answer.reply, answer.finish = await _stream(upstream, req, began, answer)
-    check = check_tags(answer.reply, convo.outfits)
-    if check.wear is not None:
-        answer.wore, answer.via = check.wear, "tag"
-    elif check.unknown is None and (named := intents.named_in_reply(p.text, strip_tags(answer.reply))):
-        answer.wore, answer.via = named, "named"
-    elif check.unknown is not None:
-        again, _ = await _stream(upstream, ChatRequest(ask_again(messages, answer.reply, check.unknown, convo.outfits),
-                                                       max_tokens=16, temperature=0.0, stop=["\n"]), 0.0)
-        answer.wore = check_tags(again, convo.outfits).wear
-        answer.via = "asked again" if answer.wore else "closest"
-        answer.wore = answer.wore or closest(check.unknown, convo.outfits).id
+    async def again(follow_up: list[dict[str, str]]) -> str:
+        return (await _stream(upstream, ChatRequest(follow_up, **ASK_AGAIN), 0.0))[0]
+
+    settled = await settle(answer.reply, p.text, messages, intents, again)
+    answer.wore, answer.via = settled.wear, settled.via
     convo.record(p.text, " ".join(sentences_of(strip_tags(answer.reply))))  # what the app keeps of a typed turn
     return answer
 

@@ -94,6 +94,10 @@ class Models:
         stamp = self._read_stamp(folder) if quick else {}
         return [self._state(f, folder / f.name, stamp.get(f.name)) for f in spec.files]
 
+    def installed(self, spec: ModelSpec) -> bool:
+        """Every file of `spec` present and correct (a matching stamp trusted, as `check(quick=True)`)."""
+        return all(state.ok for state in self.check(spec, quick=True))
+
     def _state(self, f: ModelFile, path: Path, stamped: list | None) -> FileState:
         if not path.is_file():
             return FileState(f, path, "missing")
