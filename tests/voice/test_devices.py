@@ -44,7 +44,7 @@ def wait_for_event(log: Path, kind: str, proc: subprocess.Popen, timeout: float)
             if event["type"] == kind:
                 return event
         if proc.poll() is not None:
-            said = [line for line in proc.stderr.read().splitlines() if "underrun occurred" not in line]  # ALSA's
+            said = [line for line in stderr_of(log).splitlines() if "underrun occurred" not in line]  # ALSA's
             raise AssertionError(f"the sidecar exited ({proc.returncode}) before a {kind} event: "
                                  + "\n".join(said)[-3000:])
         time.sleep(0.05)
@@ -66,8 +66,21 @@ def clear_rendering(engines: LoadedModels, render: Callable[[], np.ndarray], tex
 
 
 def sidecar(env: dict[str, str], log: Path, *args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "sidecar", "run", "--events", str(log), *args], cwd=ROOT,
-                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    """`python -m sidecar run` writing its events to `log`; its stderr goes to a file beside it (`stderr_of`),
+    not a pipe: nobody reads a pipe until the sidecar exits, and a full one (ALSA's "underrun occurred" lines,
+    the log) stalls the sidecar mid-start (a clean CI run waited 60 s for an input_start that never came)."""
+    with stderr_path(log).open("w", encoding="utf-8") as err:
+        return subprocess.Popen([sys.executable, "-m", "sidecar", "run", "--events", str(log), *args], cwd=ROOT,
+                                env=env, stdout=subprocess.DEVNULL, stderr=err, text=True)
+
+
+def stderr_path(log: Path) -> Path:
+    return log.with_name(log.name + ".stderr")
+
+
+def stderr_of(log: Path) -> str:
+    """What the sidecar writing to `log` has written to its stderr."""
+    return stderr_path(log).read_text(encoding="utf-8", errors="replace")
 
 
 @pytest.fixture
@@ -92,7 +105,7 @@ def test_a_spoken_question_is_answered_through_real_devices(pulseaudio, env, gat
         wait_for_event(log, "turn", proc, 90)
         wait_for_event(log, "turn_end", proc, 90)  # her whole reply played (an interrupt stops it mid-word)
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(30) == 0, proc.stderr.read()[-3000:]
+        assert proc.wait(30) == 0, stderr_of(log)[-3000:]
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -130,7 +143,7 @@ def test_a_microphone_that_stops_delivering_ends_the_session_with_a_clear_messag
         wait_for_event(log, "input_start", proc, 60)
         subprocess.run(["pactl", "suspend-sink", "stella_usb_mic", "1"], env=env, check=True)  # no more audio
         assert proc.wait(30) == 1
-        stderr = proc.stderr.read()
+        stderr = stderr_of(log)
     finally:
         if proc.poll() is None:
             proc.kill()
