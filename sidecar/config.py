@@ -23,6 +23,7 @@ from remote_api.config import ServerConfig
 from remote_api.link_config import LinkConfig
 from remote_api.shared.config_loader import load_config, sections
 
+LANGUAGES = ("en", "zh")  # voice.language: English, Mandarin Chinese (simplified characters)
 # The openWakeWord models `stella models install wakeword` provides, and our own on its features.
 WAKE_MODELS = ("hey_stella", "hey_jarvis", "alexa", "hey_mycroft", "hey_rhasspy", "okay_nabu")
 TRAINED_WAKE_MODELS = ("hey_stella",)  # ours (sidecar/voice/wake_net.py); a phrase with one is also heard acoustically
@@ -34,6 +35,9 @@ MICRO_WAKE_MODELS = ("hey_jarvis", "alexa", "hey_mycroft", "okay_nabu")
 class VoiceConfig:
     """Microphone, VAD, wake word, ASR, TTS and speaker settings."""
 
+    # The language she hears, speaks and shows: "en" or "zh" (Mandarin, simplified characters). It
+    # switches ASR, TTS, the wake phrase, intents, the persona line and the window's text together.
+    language: Literal["en", "zh"] = "en"
     # Devices: a name (substring match) or index as sounddevice lists them; "" = the default.
     input_device: str = ""
     output_device: str = ""
@@ -223,6 +227,9 @@ class VoiceConfig:
         if 0 < self.interim_s < 0.3:
             raise ValueError(f"voice setting 'interim_s' must be 0 (off) or at least 0.3 (whisper's run takes "
                              f"~0.1 s), got {self.interim_s}")
+        if self.language not in LANGUAGES:
+            raise ValueError(f"voice setting 'language' must be one of {', '.join(LANGUAGES)} (en = English, "
+                             f"zh = Mandarin Chinese), got {self.language!r}")
         if not 0 <= self.work_nice <= 19:
             raise ValueError(f"voice setting 'work_nice' must be 0-19, got {self.work_nice}")
         if not 20 <= self.aec_filter_ms <= 1000:

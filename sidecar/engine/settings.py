@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from sidecar.channel_messages import Settings
-from sidecar.config import WAKE_MODELS, AppConfig, VoiceConfig
+from sidecar.config import LANGUAGES, WAKE_MODELS, AppConfig, VoiceConfig
 from sidecar.engine.stored import EngineStore
 from sidecar.launch import SavedModel, SavedServer
 from sidecar.voice.devices import portaudio
@@ -28,13 +28,14 @@ class UserSettings:
     tts_engine: str
     input_device: str
     output_device: str
+    language: str = "en"  # voice.language: "en" or "zh"
     embedded_model: str = ""  # the embedded default's LLM from the next start ("" = the catalogue's default)
 
     @classmethod
     def of(cls, config: AppConfig) -> UserSettings:
         v = config.voice
         return cls(config.server_url, v.wake_engine, v.wake_model, v.wake_phrase, v.tts_engine, v.input_device,
-                   v.output_device)
+                   v.output_device, v.language)
 
     def updated(self, values: dict[str, Any]) -> UserSettings:
         names = {f.name for f in fields(self)}
@@ -52,7 +53,7 @@ class UserSettings:
                              f"http://192.168.1.20:8765), not {self.server_url!r}.")
         voice = replace(config.voice, wake_engine=self.wake_engine, wake_model=self.wake_model,
                         wake_phrase=self.wake_phrase, tts_engine=self.tts_engine, input_device=self.input_device,
-                        output_device=self.output_device)
+                        output_device=self.output_device, language=self.language)
         return replace(config, server_url=self.server_url, voice=voice)
 
     def voice_changed(self, other: UserSettings) -> bool:
@@ -192,7 +193,7 @@ def settings_event(settings: UserSettings, devices: dict[str, list[str]], models
     return Settings(values=asdict(settings), saved=saved,
                     choices={"wake_engine": ["phrase", "two_stage", "openwakeword", "off"],
                              "wake_model": list(WAKE_MODELS),
-                             "tts_engine": ["piper", "espeak"], "input_device": devices["input"],
+                             "tts_engine": ["piper", "espeak"], "language": list(LANGUAGES), "input_device": devices["input"],
                              "output_device": devices["output"],
                              # the models' names, and beside them (same order) what each is like
                              "embedded_model": models[0], "embedded_model_label": models[1]},
