@@ -52,9 +52,10 @@ from sidecar.frames import (
 from sidecar.intents import Intents, Stop, Tell, Volume, Wear
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.audio import RATE
-from sidecar.voice.wake import FUSED_LEAD_INS, LEAD_INS, NameMatch, NameMatcher
+from sidecar.voice.wake import FUSED_LEAD_INS, LEAD_INS, NameMatch
 from sidecar.voice.wake_confirm import AcousticOpinion, WakeCandidateFrame, WakeCandidates
 from sidecar.voice.wake_nbest import NameOdds
+from sidecar.voice.wake_pinyin import name_matcher, phrase_prompt
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -195,9 +196,9 @@ class TurnTaker(Processor):
         self.acoustic = acoustic  # how an acoustic model's score weighs against whisper's reading
         self.intents = intents
         self.wake_word = wake_word
-        self.matcher = NameMatcher(wake_word)
+        self.matcher = name_matcher(wake_word)  # by pinyin for a Mandarin phrase
         self.hypotheses = hypotheses  # whisper's n-best, asked when the transcript lacks the name
-        self.prompt = wake_word.replace("_", " ").title() + "."
+        self.prompt = phrase_prompt(wake_word)
         self.window = WakeWindow(window_s)
         self._turns = 0
         self._background: set[asyncio.Task] = set()  # held until done (the loop keeps only weak references)
