@@ -21,8 +21,9 @@ def test_stop(said):
 
 
 @pytest.mark.parametrize(("said", "step"), [("大声点", 1), ("大声一点！", 1), ("声音大一点。", 1), ("再大声点", 1),
-                                            ("音量调大一点", 1), ("小星，大点声", 1), ("小声点", -1), ("小声一点。", -1),
-                                            ("声音小一点吧", -1), ("音量调低", -1), ("请小声点", -1)])
+                                            ("音量调大一点", 1), ("小星，大点声", 1), ("小声点", -1),
+                                            ("小声一点。", -1), ("声音小一点吧", -1), ("音量调低", -1),
+                                            ("请小声点", -1)])
 def test_volume(said, step):
     assert INTENTS.parse(said) == Volume(step)
 
@@ -40,8 +41,10 @@ def test_clock_questions_are_answered_in_chinese(said, answer):
     assert INTENTS.parse(said) == Tell(answer)
 
 
-@pytest.mark.parametrize(("hour", "minute", "said"), [(0, 5, "现在是凌晨十二点零五分。"), (2, 0, "现在是凌晨两点整。"),
-                                                      (8, 30, "现在是早上八点三十分。"), (10, 10, "现在是上午十点十分。"),
+@pytest.mark.parametrize(("hour", "minute", "said"), [(0, 5, "现在是凌晨十二点零五分。"),
+                                                      (2, 0, "现在是凌晨两点整。"),
+                                                      (8, 30, "现在是早上八点三十分。"),
+                                                      (10, 10, "现在是上午十点十分。"),
                                                       (12, 1, "现在是中午十二点零一分。"),
                                                       (21, 59, "现在是晚上九点五十九分。")])
 def test_times_read_as_a_person_says_them(hour, minute, said):
@@ -49,12 +52,14 @@ def test_times_read_as_a_person_says_them(hour, minute, said):
 
 
 def test_numbers_and_the_week():
-    assert [chinese_number(n) for n in (0, 7, 10, 11, 20, 31, 45)] == ["零", "七", "十", "十一", "二十", "三十一", "四十五"]
+    said = [chinese_number(n) for n in (0, 7, 10, 11, 20, 31, 45)]
+    assert said == ["零", "七", "十", "十一", "二十", "三十一", "四十五"]
     assert chinese_clock_answer("day", datetime(2026, 12, 13)) == "今天是星期日。"
 
 
 @pytest.mark.parametrize("said", ["不要停", "我不想停下来", "你几点睡觉？", "时间过得真快", "今天天气怎么样？",
-                                  "别说了，我们聊聊音乐吧，你喜欢什么歌？", "他说话声音很大", "小心", "星期几去公园比较好？"])
+                                  "别说了，我们聊聊音乐吧，你喜欢什么歌？", "他说话声音很大", "小心",
+                                  "星期几去公园比较好？"])
 def test_conversation_is_not_a_command(said):
     assert INTENTS.parse(said) is None
 
