@@ -146,10 +146,13 @@ class PinyinMatcher:
         return self.leading(reading) is not None
 
     def sounds_in(self, reading: str) -> bool:
-        """The phrase's consonants at the start of an unprompted reading: the greeting, then the name's
-        syllables with the same initials ("你好小心", "你好晓兴"; not "你好小明")."""
+        """The phrase in an unprompted reading, its last syllable's consonant enough ("你好小心", "你好笑醒",
+        "你好小新"; not "你好小明", "你好星星")."""
         tokens = _tokens(reading)
-        return any(self._phrase_at(tokens, i, _same_initial) is not None for i in range(min(3, len(tokens))))
+        return any(self._phrase_at(tokens, i, self._near) is not None for i in range(min(3, len(tokens))))
+
+    def _near(self, heard: frozenset[str], want: frozenset[str]) -> bool:
+        return _same(heard, want) or (want is self.syllables[-1] and _same_initial(heard, want))
 
     def hears_another(self, reading: str) -> bool:
         """The greeting and a name like hers but for its last syllable's consonant ("你好小明", "你好小红"):
