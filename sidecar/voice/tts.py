@@ -40,7 +40,7 @@ class Synthesizer(Protocol):
         ...
 
 
-class _ArenaSession:
+class ArenaSession:
     """An onnxruntime session whose arena can be asked to give back what runs grew it by.
 
     VITS's activations grow with the sentence, and the arena keeps the largest ever made (measured:
@@ -82,7 +82,7 @@ class PiperSynth:
         options.enable_mem_pattern = False
         config = json.loads(Path(f"{model_path}.json").read_text(encoding="utf-8"))
         # PiperVoice.load, but with our session options (it gives onnxruntime the defaults)
-        self._session = _ArenaSession(onnxruntime.InferenceSession(str(model_path), sess_options=options,
+        self._session = ArenaSession(onnxruntime.InferenceSession(str(model_path), sess_options=options,
                                                                    providers=["CPUExecutionProvider"]))
         self._lock = threading.Lock()  # a release and a sentence never share the session's arena
         self._voice = PiperVoice(config=PiperConfig.from_dict(config), espeak_data_dir=Path(ESPEAK_DATA_DIR),

