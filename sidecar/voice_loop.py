@@ -130,8 +130,9 @@ def name_hypotheses(config: VoiceConfig, models: Models, transcriber: Transcribe
     own = transcriber if isinstance(transcriber, CT2Transcriber) else _deferred_ct2(config.ct2_model, models, 1)
     if own is None:
         return None
+    # in Mandarin the ASR's own model is whisper base already (the noisy model would read it as English)
     noisy = _deferred_ct2(config.wake_nbest_noisy_model, models, config.whisper_threads) \
-        if config.wake_nbest_noisy_model else None
+        if config.wake_nbest_noisy_model and config.language == "en" else None
     return NameHypotheses(own, config.wake_nbest, noisy=noisy,  # type: ignore[arg-type] - .readings, .odds
                           noisy_below_db=config.wake_nbest_noisy_db,
                           name_floor=config.wake_name_floor, name_check=config.wake_name_check)
