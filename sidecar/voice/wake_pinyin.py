@@ -95,7 +95,13 @@ class PinyinMatcher:
     greeting is all name ("小星小星"). A transcript holds the phrase when, after at most two
     fillers (嗯, 啊), the greeting's syllables come (你/您 alike) and then the name's, a particle
     (呀) allowed between them; what follows is the user's question.
+
+    Prompted with the phrase, whisper writes it for greetings that sound a little like it ("你好晓晴",
+    "你好，星星" -> "你好小星。"), so the phrase found in a transcript must also sound so in one of
+    whisper's unprompted readings (`confirms`, `sounds_in`; the turn taker asks for them).
     """
+
+    confirms = True
 
     def __init__(self, phrase: str) -> None:
         chars = [m.group() for m in _TOKEN.finditer(phrase)]
