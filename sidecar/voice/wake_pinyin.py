@@ -152,13 +152,16 @@ class PinyinMatcher:
         return self.leading(reading) is not None
 
     def sounds_in(self, reading: str) -> bool:
-        """The phrase in an unprompted reading, its last syllable's consonant enough ("你好小心", "你好笑醒",
-        "你好小新"; not "你好小明", "你好星星")."""
+        """The phrase in an unprompted reading, its syllables said loosely (`_loose`: x, s and sh alike, as
+        accents say them: 少 for 小), the last one's consonant enough ("你好小心", "你好笑醒", "你好少姓",
+        "你好笑声"; not "你好小明", "你好，小请", "你好星星")."""
         tokens = _tokens(reading)
         return any(self._phrase_at(tokens, i, self._near) is not None for i in range(min(3, len(tokens))))
 
     def _near(self, heard: frozenset[str], want: frozenset[str]) -> bool:
-        return _same(heard, want) or (want is self.syllables[-1] and _same_initial(heard, want))
+        if want is self.syllables[-1]:
+            return _same(heard, want) or bool({_loose(h)[0] for h in heard} & {_loose(w)[0] for w in want})
+        return _same(heard, want) or bool({_loose(h) for h in heard} & {_loose(w) for w in want})
 
     def hears_another(self, reading: str) -> bool:
         """The greeting and a name like hers but for its last syllable's consonant ("你好小明", "你好小红"):
@@ -183,6 +186,16 @@ def _same(heard: frozenset[str], want: frozenset[str]) -> bool:
 
 def _same_initial(heard: frozenset[str], want: frozenset[str]) -> bool:
     return bool({initial(s) for s in heard} & {initial(s) for s in want})
+
+
+def _loose(syllable: str) -> tuple[str, str]:
+    """A syllable as an accent may blur it: its initial with x, s and sh one sound, and its final without
+    the glide i before a vowel ("xiao" and "shao" -> ("s", "ao"); "xin" -> ("s", "in"))."""
+    first = initial(syllable)
+    final = syllable[len(first):]
+    if len(final) > 1 and final[0] == "i" and final[1] in "aeou":
+        final = final[1:]
+    return ("s" if first in ("x", "s", "sh") else first), final
 
 
 def _any(heard: frozenset[str], want: frozenset[str]) -> bool:

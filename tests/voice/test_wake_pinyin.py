@@ -52,8 +52,11 @@ def test_another_name_is_told_apart_from_hers_misheard():
 
 
 def test_her_sounds_in_an_unprompted_reading():
-    assert MATCHER.sounds_in("你好小心") and MATCHER.sounds_in("嗯你好晓欣")
-    assert not MATCHER.sounds_in("你好小明") and not MATCHER.sounds_in("小心点")
+    """Prompted with the phrase whisper writes it for 你好晓晴; its readings without the prompt tell."""
+    assert MATCHER.sounds_in("你好小心") and MATCHER.sounds_in("嗯你好晓欣") and MATCHER.sounds_in("你好笑声。")
+    assert MATCHER.sounds_in("你好少姓，我有点累了。")  # 小 said shao: x, s and sh alike in an accent
+    assert not MATCHER.sounds_in("你好小明") and not MATCHER.sounds_in("小心点") and not MATCHER.sounds_in("你好笑情")
+    assert not MATCHER.sounds_in("你好星星") and not MATCHER.sounds_in("你好行行")
 
 
 def test_a_phrase_without_a_greeting_is_all_name():
