@@ -29,6 +29,8 @@ opens the window on the embedded default (a server on this computer) or on the s
 
 
 def parser() -> argparse.ArgumentParser:
+    from sidecar.config import LANGUAGES  # the app's settings: not imported for the programs `main` dispatches
+
     p = argparse.ArgumentParser(prog="stella", description="Stella, a desktop AI companion.", epilog=EPILOG)
     p.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR")
     sub = p.add_subparsers(dest="cmd", title="commands", metavar="COMMAND")
@@ -41,6 +43,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--store", type=Path, help="the encrypted database (default: in your user data folder)")
     run.add_argument("--voice", choices=("auto", "off"), default="auto",
                      help="auto: listen and speak when the models and sound devices allow; off: typed turns only")
+    run.add_argument("--language", choices=LANGUAGES,
+                     help="en: English; zh: Mandarin (she hears, speaks and wakes on 你好小星 in Chinese); kept as "
+                          "your setting. Default: the saved setting, else voice.language")
     run.add_argument("--webview", choices=webview_backend.SETTINGS,
                      help="the window's web view on Linux: gtk (the system's WebKitGTK), qt (Qt WebEngine) or auto "
                           "(gtk when installed, else qt; the default, or [window] backend / STELLA_WINDOW__BACKEND)")
@@ -75,7 +80,7 @@ def _run(args: argparse.Namespace) -> int:
     from desktop.shell import WindowOptions
 
     window = WindowOptions(config=args.app_config, voice=args.voice, debug_timeline=args.debug_timeline,
-                           webview=args.webview)
+                           webview=args.webview, language=args.language)
     if args.store is not None:
         window = replace(window, store=args.store)
     return launcher.run(args.server, args.config, window, verbose=args.verbose, log_level=args.log_level)

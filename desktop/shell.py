@@ -60,6 +60,7 @@ class WindowOptions:
     title: str = "Stella"
     debug_timeline: bool = False  # show each turn's timeline in a panel of the window
     webview: str | None = None  # "auto" | "gtk" | "qt": overrides [window] backend
+    language: str | None = None  # "en" | "zh": overrides voice.language and the saved setting
 
     def engine_args(self) -> list[str]:
         args = ["--store", str(self.store), "--voice", self.voice]
@@ -67,6 +68,8 @@ class WindowOptions:
             args += ["--server", self.server]
         if self.config:
             args += ["--config", str(self.config)]
+        if self.language:
+            args += ["--language", self.language]
         return args
 
 

@@ -18,7 +18,7 @@ from remote_api.client import LinkError
 from remote_api.shared.config_loader import ConfigError
 from remote_api.shared.logs import setup_logging
 from remote_api.shared.models.errors import ModelError
-from sidecar.config import WAKE_MODELS, load_app_config
+from sidecar.config import LANGUAGES, WAKE_MODELS, load_app_config
 from sidecar.headless import Options, run, with_wake
 from sidecar.pipeline import VoiceError
 from sidecar.voice.audio import AudioFileError
@@ -61,6 +61,9 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("--events", type=Path, help="JSONL event log: one {type, t, ...} object per line")
     r.add_argument("--wake", help=f"wake word: {', '.join(WAKE_MODELS)} (acoustic), 'off', or a custom "
                                   "phrase such as 'hey stella'")
+    r.add_argument("--language", choices=LANGUAGES,
+                   help="en: English; zh: Mandarin (hears, speaks and wakes on 你好小星 in Chinese; default: "
+                        "voice.language of the config)")
     r.add_argument("--text", action="append", default=[], help="a typed turn (skips ASR); repeatable")
     r.add_argument("--push-to-talk", action="append", default=[], type=_span, metavar="START:END",
                    help="hold push-to-talk over this span of --audio-in (seconds); repeatable")
@@ -81,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         config = load_app_config(args.config)
         if args.server:
             config = replace(config, server_url=args.server)
+        if args.language:
+            config = replace(config, voice=replace(config.voice, language=args.language))
         if args.wake:
             config = with_wake(config, args.wake)
         devices = {k: v for k, v in (("input_device", args.input_device), ("output_device", args.output_device)) if v}

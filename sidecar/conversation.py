@@ -15,6 +15,9 @@ A reply the user cut short is kept as far as it was heard and marked with a dash
 knows it was interrupted there rather than believing it said the rest. With an outfit catalogue, the
 system line offers the `[outfit: ID]` tag with the catalogue's ids.
 
+In Mandarin (`language` "zh", voice.language) the system line, the example exchange and the default
+persona are Chinese (her name 小星): a small model answers in the language of its prompt.
+
 The user's name, once they say it ("My name is Arjun", "I'm Priya", "我叫小明"), goes in the system
 line ("The user's name is Arjun."): it stays when the exchange that said it leaves the history, and
 a small model told whose name it is stops answering "I'm Arjun" (`user_name`).
@@ -99,13 +102,18 @@ def estimate_tokens(text: str) -> int:
 
 class Conversation:
     def __init__(self, persona: PersonaConfig, chat: ChatConfig, history: History | None = None,
-                 outfits: Sequence[Outfit] = ()) -> None:
-        self.persona = persona
+                 outfits: Sequence[Outfit] = (), language: str = "en") -> None:
+        self.base_persona = persona  # as configured; `persona` is it in the conversation's language
+        self.language = language
         self.chat = chat
         self.history = history if history is not None else MemoryHistory()
         self.outfits = tuple(outfits)
         self._anchor: Exchange | None = None  # the oldest exchange in the prompt, kept until it must go
         self.user_name = self._named_in(self.history)  # as the user last gave it (`user_name`)
+
+    @property
+    def persona(self) -> PersonaConfig:
+        return self.base_persona.spoken_in(self.language)
 
     def remember_in(self, history: History) -> None:
         """Keep the history there from now on (the encrypted store, once it is open)."""
@@ -120,6 +128,12 @@ class Conversation:
 
     def system_line(self) -> str:
         p = self.persona
+        if self.language == "zh":
+            line = (f"你是{p.name}（Stella），{p.personality}。你的名字永远是{p.name}；用户是另一个人，"
+                    f"用户说出自己的名字时，那是用户的名字，不是你的。{p.speaking_style}请用普通话回答。")
+            if self.user_name:
+                line += f"用户的名字是{self.user_name}。"
+            return f"{line} {tag_instruction(self.outfits, 'zh')}" if self.outfits else line
         # small models take the user's name for their own ("Hi, I'm Arjun" → "I'm Arjun") unless told apart
         line = (f"You are {p.name}, {p.personality}. Your name is always {p.name}; the user is someone else, and "
                 f"when they tell you their name, it is theirs, not yours. {p.speaking_style}")
@@ -134,7 +148,7 @@ class Conversation:
     def prefix(self) -> list[dict[str, str]]:
         """Persona, example and kept history: what every next turn starts with."""
         messages = [{"role": "system", "content": self.system_line()},
-                    {"role": "user", "content": "Hello, who are you?"},
+                    {"role": "user", "content": "你好，你是谁？" if self.language == "zh" else "Hello, who are you?"},
                     {"role": "assistant", "content": self.persona.greeting}]
         for exchange in self.keep(self.history.recent(64)):
             messages += [{"role": "user", "content": exchange.user},

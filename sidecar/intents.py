@@ -18,6 +18,11 @@
   time zone (the computer's own, `TZ` honoured). A question that merely contains the words
   ("what time did you wake up?", "what day do you like best?") goes to the model.
 
+In Mandarin the same, whole utterances, politeness and her name aside (请, 小星, 吧, 吗): stop (停,
+停下, 别说了, 闭嘴吧, 安静), volume (大声点, 小声一点, 声音大一点, 音量调低), the clock (几点了, 现在几点,
+今天几号, 星期几) — answered in Mandarin ("现在是下午三点四十五分。"), a question in English in English.
+"不要停" and "你几点睡觉？" are conversation.
+
 The model may change outfits too, but only by writing `[outfit: ID]` with a catalogue id
 (the system line lists them); `OutfitTags` (`sidecar.outfit_tags`) takes such tags out of the reply as it streams —
 even split across tokens — and passes on catalogue ids only, logging the rest.
@@ -108,6 +113,37 @@ _CLOCK = {
 }
 
 
+# Mandarin: what the utterance is once punctuation, politeness and her name are taken away.
+_ZH_PUNCTUATION = re.compile(r"[\s，。！？、,.!?;；:：~～…\-—\"“”'‘’]+")
+_ZH_BEFORE = re.compile(r"^(?:(?:你好)?小星|stella|请问|请|麻烦你|麻烦|你能不能|你可以|能不能|可以|帮我|给我|"
+                        r"告诉我|你知道|那个|好了|好|嗯|啊|哎|喂|你)+", re.IGNORECASE)
+_ZH_AFTER = re.compile(r"(?:(?:你好)?小星|stella|吧|啊|呀|吗|呢|嘛|哦|好吗|好不好|行吗|可以吗|谢谢|拜托了?)+$",
+                       re.IGNORECASE)
+_ZH_STOP = {"停", "停下", "停下来", "停止", "停一下", "停停", "停停停", "别说了", "不要说了", "别讲了",
+            "不要讲了", "别说话了", "闭嘴", "安静", "安静点", "安静一点", "安静一下", "够了", "算了", "嘘", "住口",
+            "别吵了", "不说了"}
+_ZH_LOUDER_CORES = ("大声点", "大声一点", "大点声", "大声些", "大声一些", "声音大点", "声音大一点", "声音大些",
+                    "声音开大点",
+                    "声音调大", "声音调大点", "声音调大一点", "音量大点", "音量大一点", "音量调大", "音量调大点",
+                    "音量调大一点", "调大音量", "调高音量", "音量调高", "开大声点", "说大声点", "说大声一点", "大声说")
+_ZH_SOFTER_CORES = ("小声点", "小声一点", "小点声", "小声些", "小声一些", "声音小点", "声音小一点", "声音小些",
+                    "声音关小点",
+                    "声音调小", "声音调小点", "声音调小一点", "音量小点", "音量小一点", "音量调小", "音量调小点",
+                    "音量调小一点", "调小音量", "调低音量", "音量调低", "轻点声", "轻一点", "说小声点", "说小声一点",
+                    "小声说", "声音太大了", "太吵了")
+_ZH_LOUDER = {pre + core for pre in ("", "再", "你") for core in _ZH_LOUDER_CORES} | {"声音太小了", "听不清", "听不见"}
+_ZH_SOFTER = {pre + core for pre in ("", "再", "你") for core in _ZH_SOFTER_CORES}
+_ZH_CLOCK = {
+    "time": re.compile(r"(?:现在)?(?:是)?(?:几点|几点钟|什么时间|什么时候了|几点几分)了?|现在的?时间|时间"),
+    "date": re.compile(r"(?:今天|今儿)(?:是)?(?:几号|几月几号|几月几日|几月几号了?|什么日期|的日期|日期)了?|今天是哪天|"
+                       r"现在是几月几号"),
+    "day": re.compile(r"(?:今天)?(?:是)?(?:星期几|礼拜几|周几)了?"),
+}
+_ZH_DIGITS = "零一二三四五六七八九"
+_HAN = re.compile(r"[\u3400-\u9fff]")
+_ZH_WEEKDAYS = ("星期一", "星期二", "星期三", "星期四", "星期五", "星期六", "星期日")
+
+
 def local_now() -> datetime:
     """Now, in the computer's time zone (the user's)."""
     return datetime.now().astimezone()
@@ -121,6 +157,37 @@ def clock_answer(asked: str, now: datetime) -> str:
     if asked == "date":
         return f"Today is {now:%A}, {now:%B} {now.day}, {now.year}."
     return f"Today is {now:%A}."
+
+
+def chinese_number(n: int) -> str:
+    """0-99 as Mandarin reads it (45 -> 四十五, 10 -> 十, 3 -> 三)."""
+    if n < 10:
+        return _ZH_DIGITS[n]
+    tens, ones = divmod(n, 10)
+    return ("" if tens == 1 else _ZH_DIGITS[tens]) + "十" + (_ZH_DIGITS[ones] if ones else "")
+
+
+def chinese_clock_answer(asked: str, now: datetime) -> str:
+    """What Stella says to a Mandarin clock question: "现在是下午三点四十五分。", "今天是十二月七日，星期一。"."""
+    if asked == "time":
+        part = ("凌晨" if now.hour < 5 else "早上" if now.hour < 9 else "上午" if now.hour < 12 else
+                "中午" if now.hour < 13 else "下午" if now.hour < 18 else "晚上")
+        hour = now.hour % 12 or 12
+        spoken = "两" if hour == 2 else chinese_number(hour)
+        minutes = "整" if now.minute == 0 else ("零" if now.minute < 10 else "") + chinese_number(now.minute) + "分"
+        return f"现在是{part}{spoken}点{minutes}。"
+    if asked == "date":
+        year = "".join(_ZH_DIGITS[int(d)] for d in str(now.year))
+        day = f"{chinese_number(now.month)}月{chinese_number(now.day)}日"
+        return f"今天是{year}年{day}，{_ZH_WEEKDAYS[now.weekday()]}。"
+    return f"今天是{_ZH_WEEKDAYS[now.weekday()]}。"
+
+
+def mandarin_core(text: str) -> str:
+    """What a Mandarin utterance asks once punctuation, politeness and her name are taken away
+    ("小星，请停下吧！" -> "停下")."""
+    said = _ZH_PUNCTUATION.sub("", text)
+    return _ZH_AFTER.sub("", _ZH_BEFORE.sub("", said)) or said
 
 
 class Intents:
@@ -154,7 +221,23 @@ class Intents:
             return Volume(-1)
         if _WEAR.search(" ".join(said)):  # a dressing verb: its object decides (or nothing does)
             return self._clock(said) or self._outfit(" ".join(said))
-        return self._clock(said) or self._dressing(" ".join(said)) or self._outfit_zh(text)
+        return self._clock(said) or self._dressing(" ".join(said)) or self._mandarin(text) or self._outfit_zh(text)
+
+    def _mandarin(self, text: str) -> Intent | None:
+        """Stop, volume and the clock, said in Mandarin (the whole utterance asks it)."""
+        if not _HAN.search(text):
+            return None
+        core = mandarin_core(text)
+        if core in _ZH_STOP:
+            return Stop()
+        if core in _ZH_LOUDER:
+            return Volume(+1)
+        if core in _ZH_SOFTER:
+            return Volume(-1)
+        for kind, pattern in _ZH_CLOCK.items():
+            if pattern.fullmatch(core):
+                return Tell(chinese_clock_answer(kind, self.now()))
+        return None
 
     def _clock(self, said: list[str]) -> Tell | None:
         asked = " ".join(w for w in said if w not in _CLOCK_FILLER).replace("what's", "what is")

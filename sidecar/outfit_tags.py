@@ -33,11 +33,15 @@ def strip_tags(text: str) -> str:
     return " ".join(OUTFIT_TAG.sub(" ", text).split()) if OUTFIT_TAG.search(text) else text
 
 
-def tag_instruction(outfits: Sequence[Outfit]) -> str:
+def tag_instruction(outfits: Sequence[Outfit], language: str = "en") -> str:
     """The system line's sentences that offer the outfit tag, with the ids it may use. A small model told
     "to change your outfit, write [outfit: ID]" handed the sentence to the user ("To change your outfit,
     write [outfit: school]"): the tag is said to be hers. (An example reply, "Sure! [outfit: hoodie]", was
-    copied word for word, with made-up tags.)"""
+    copied word for word, with made-up tags.) In Mandarin ("zh") the same, each outfit by its Chinese name."""
+    if language == "zh":
+        return ("你可以换自己的衣服：用户请你穿上或换上某套衣服，或者为某件事打扮时，说你换上了哪一套，并在回答最后写上"
+                "标签 [outfit: ID]，ID 只能是其中之一：" + "、".join(
+                    f"{o.id}（{o.chinese[0] if o.chinese else o.name}）" for o in outfits) + "。")
     return ("You can change your own clothes: when the user asks you to wear or show an outfit, or to dress for "
             "something, say which outfit you put on and end your reply with the tag [outfit: ID], ID exactly one "
             "of: " + ", ".join(f"{o.id} ({o.name.lower()})" for o in outfits) + ".")

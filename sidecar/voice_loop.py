@@ -46,6 +46,7 @@ from sidecar.voice.vad import Endpointer, SileroVad
 from sidecar.voice.wake import AcousticWake, MicroWakeModel, WakeModel
 from sidecar.voice.wake_confirm import AcousticOpinion
 from sidecar.voice.wake_nbest import NameHypotheses
+from sidecar.voice.wake_pinyin import phrase_prompt
 from sidecar.voice.wake_verifier import Verifier, others
 
 log = logging.getLogger(__name__)
@@ -129,8 +130,9 @@ def name_hypotheses(config: VoiceConfig, models: Models, transcriber: Transcribe
     own = transcriber if isinstance(transcriber, CT2Transcriber) else _deferred_ct2(config.ct2_model, models, 1)
     if own is None:
         return None
+    # in Mandarin the ASR's own model is whisper base already (the noisy model would read it as English)
     noisy = _deferred_ct2(config.wake_nbest_noisy_model, models, config.whisper_threads) \
-        if config.wake_nbest_noisy_model else None
+        if config.wake_nbest_noisy_model and config.language == "en" else None
     return NameHypotheses(own, config.wake_nbest, noisy=noisy,  # type: ignore[arg-type] - .readings, .odds
                           noisy_below_db=config.wake_nbest_noisy_db,
                           name_floor=config.wake_name_floor, name_check=config.wake_name_check)
@@ -226,8 +228,8 @@ def listening(config: VoiceConfig, loaded: LoadedModels, source: Source, intents
     gate, ASR, turn taker. `played` is what playback plays (no canceller without it); `verifier`
     the user's enrolled voice (`wake_verifier`), heard by our own model only."""
     acoustic = config.wake_engine in ("openwakeword", "two_stage")
-    wake_word = config.wake_model if acoustic else config.wake_phrase
-    prompt = "" if config.wake_engine == "off" else wake_word.replace("_", " ").title() + "."
+    wake_word = config.wake_model if acoustic else config.phrase
+    prompt = "" if config.wake_engine == "off" else phrase_prompt(wake_word)
     processors: list[Processor] = [source]
     canceller = None  # what the output really played, when, and how late it comes back: the guard checks it too
     if config.aec and played is not None:
@@ -276,7 +278,8 @@ def build(config: AppConfig, loaded: LoadedModels, source: Source, output: Outpu
     voice = config.voice
     played = PlayedLog() if voice.aec else None
     speaking = [
-        Reply(link, conversation or Conversation(config.persona, config.chat, outfits=outfits), config.chat,
+        Reply(link, conversation or Conversation(config.persona, config.chat, outfits=outfits,
+                                                 language=voice.language), config.chat,
               spoken=True),
         OutfitTags(outfits),
         Sentences(voice.first_clause_words, voice.first_break_words, voice.language),
@@ -293,7 +296,7 @@ def typed(config: AppConfig, source: Source, link: ChatLink, conversation: Conve
     """Typed turns only (no voice models or sound devices): the same turn taker, local intents,
     reply and outfit tags as `build`, the window's text their only input."""
     outfits = conversation.outfits
-    taker = TurnTaker(config.voice.wake_phrase, config.voice.wake_window_s, intents=_intents(config, outfits))
+    taker = TurnTaker(config.voice.phrase, config.voice.wake_window_s, intents=_intents(config, outfits))
     return Pipeline([source, taker, Reply(link, conversation, config.chat), OutfitTags(outfits)], clock, observers)
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from remote_api.shared.config_loader import ConfigError
 from remote_api.shared.logs import setup_logging
-from sidecar.config import load_app_config
+from sidecar.config import LANGUAGES, load_app_config
 from sidecar.engine.core import App, Options
 from sidecar.launch import ChannelError, Launch
 from sidecar.store import StoreConfig
@@ -36,9 +36,11 @@ def parse(argv: list[str] | None) -> Options:
     p.add_argument("--store", type=Path, default=StoreConfig().path, help="the encrypted database")
     p.add_argument("--voice", choices=("auto", "off"), default="auto",
                    help="auto: listen and speak when models and devices allow; off: typed turns only")
+    p.add_argument("--language", choices=LANGUAGES, help="en: English; zh: Mandarin (default: the saved setting, "
+                                                         "else the config)")
     p.add_argument("--log-level")
     a = p.parse_args(argv)
-    return Options(a.config, a.server, a.store, a.voice, a.log_level)
+    return Options(a.config, a.server, a.store, a.voice, a.log_level, a.language)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -48,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         config = load_app_config(options.config)
         if options.server:
             config = replace(config, server_url=options.server)
+        if options.language:
+            config = replace(config, voice=replace(config.voice, language=options.language))
     except (ChannelError, ConfigError, ValueError) as exc:
         print(f"stella engine: {exc}", file=sys.stderr)
         return 2

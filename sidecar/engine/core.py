@@ -52,6 +52,7 @@ class Options:
     store: Path
     voice: Literal["auto", "off"]
     log_level: str | None
+    language: str | None = None  # voice.language given at start ("en", "zh"): wins over the saved setting
 
 
 class App:
@@ -67,7 +68,8 @@ class App:
         self.presence = Presence(lambda s: self.channel.send(State(s)),
                                  config.voice.wake_window_s)
         # the outfits the window shows are the ones offered to the model (one manifest, read once)
-        self.conversation = Conversation(config.persona, config.chat, outfits=catalogue_of(self.manifest))
+        self.conversation = Conversation(config.persona, config.chat, outfits=catalogue_of(self.manifest),
+                                         language=config.voice.language)
         self.link = LinkKeeper(self.channel.send, lambda: self.sessions.reload())
         self.settings = SettingsPanel(config, self.kept, lambda url: self.link.credentials(url) is not None,
                                       SavedServer.beside(options.store), SavedModel.beside(options.store))
@@ -142,7 +144,7 @@ class App:
             return
         saved = await asyncio.to_thread(self.kept.opened, store)
         self.conversation.remember_in(StoreHistory(store))
-        config = self.settings.restore(saved.settings, self.options.server)
+        config = self.settings.restore(saved.settings, self.options.server, self.options.language)
         if config is not None:
             self.sessions.reconfigure(config, reload_voice=False)
         self.link.restore(saved.pairing)

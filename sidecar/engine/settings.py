@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from sidecar.channel_messages import Settings
-from sidecar.config import LANGUAGES, WAKE_MODELS, ZH_VOICES, AppConfig, VoiceConfig
+from sidecar.config import LANGUAGES, WAKE_MODELS, WAKE_PHRASES, ZH_VOICES, AppConfig, VoiceConfig
 from sidecar.engine.stored import EngineStore
 from sidecar.launch import SavedModel, SavedServer
 from sidecar.voice.devices import portaudio
@@ -45,7 +45,11 @@ class UserSettings:
             raise ValueError(f"unknown setting {', '.join(unknown)}")
         if not all(isinstance(v, str) for v in values.values()):
             raise ValueError("every setting is a piece of text")
-        return replace(self, **{k: v.strip() for k, v in values.items()})
+        new = replace(self, **{k: v.strip() for k, v in values.items()})
+        if new.language != self.language and new.wake_phrase.lower() in WAKE_PHRASES.values():
+            # a language's own phrase follows the language: the field shows what she now listens for
+            new = replace(new, wake_phrase=WAKE_PHRASES.get(new.language, new.wake_phrase))
+        return new
 
     def apply(self, config: AppConfig) -> AppConfig:
         """The config these settings give; ValueError in plain words if one is not acceptable."""
@@ -89,12 +93,15 @@ class SettingsPanel:
         self.models = await asyncio.to_thread(model_choices)
         self.zh_voices = await asyncio.to_thread(zh_voice_choices)
 
-    def restore(self, saved: dict[str, Any], server: str | None) -> AppConfig | None:
-        """The config the store's settings give (`server`, given at start, wins); None if they are unusable."""
+    def restore(self, saved: dict[str, Any], server: str | None, language: str | None = None) -> AppConfig | None:
+        """The config the store's settings give (`server` and `language`, given at start, win); None if they are
+        unusable."""
         try:
             values = self.values.updated(saved)
             if server:
                 values = replace(values, server_url=server)
+            if language:
+                values = values.updated({"language": language})
             config = values.apply(self.base)
         except ValueError as exc:
             log.warning("saved settings not used: %s", exc)
@@ -222,7 +229,7 @@ def wake_label(voice: VoiceConfig) -> str:
         return ""
     if voice.wake_engine in ("openwakeword", "two_stage"):
         return voice.wake_model.replace("_", " ").title()
-    return voice.wake_phrase.title()
+    return voice.phrase.title()
 
 
 def settings_event(settings: UserSettings, devices: dict[str, list[str]], models: tuple[list[str], list[str]],

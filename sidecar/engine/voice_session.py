@@ -89,8 +89,10 @@ class Sessions:
             self.set_voice("off", "Voice is switched off: type to Stella.")
 
     def reconfigure(self, config: AppConfig, reload_voice: bool) -> None:
-        """New settings: a new pipeline, and new voice models when `reload_voice`."""
+        """New settings: a new pipeline, and new voice models when `reload_voice`; the conversation goes on in
+        the language chosen (its persona and system line follow it)."""
         self.config = config
+        self.conversation.language = config.voice.language
         if reload_voice:
             self._load_models()
         self.reload()

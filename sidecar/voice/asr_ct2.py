@@ -176,9 +176,10 @@ class CT2Transcriber:
         if len(audio) < RATE // 10:
             return []
         seconds = (LEAD_IN + len(audio)) / RATE
-        (result,) = self._model.generate(self._features(audio, MIN_FRAMES), [self._prompt(prompt) + self._start
-                                                                             + [self._no_timestamps]],
-                                         beam_size=n, num_hypotheses=n, max_length=int(8 * seconds) + 8)
+        lead = self._prompt(prompt) + self._start + [self._no_timestamps]
+        # the length counts the prompt's tokens too: a Chinese one ("以下是普通话的句子。 你好小星。") took them all
+        (result,) = self._model.generate(self._features(audio, MIN_FRAMES), [lead], beam_size=n, num_hypotheses=n,
+                                         max_length=len(lead) + int(8 * seconds) + 8)
         return [self._written(self._decode(i for i in ids if i < self._end).strip()) for ids in result.sequences_ids]
 
     def odds(self, audio: np.ndarray, lead: str, words: list[str]) -> list[float]:

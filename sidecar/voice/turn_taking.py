@@ -52,9 +52,10 @@ from sidecar.frames import (
 from sidecar.intents import Intents, Stop, Tell, Volume, Wear
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.audio import RATE
-from sidecar.voice.wake import FUSED_LEAD_INS, LEAD_INS, NameMatch, NameMatcher
+from sidecar.voice.wake import FUSED_LEAD_INS, LEAD_INS, NameMatch
 from sidecar.voice.wake_confirm import AcousticOpinion, WakeCandidateFrame, WakeCandidates
 from sidecar.voice.wake_nbest import NameOdds
+from sidecar.voice.wake_pinyin import name_matcher, phrase_prompt
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -195,9 +196,9 @@ class TurnTaker(Processor):
         self.acoustic = acoustic  # how an acoustic model's score weighs against whisper's reading
         self.intents = intents
         self.wake_word = wake_word
-        self.matcher = NameMatcher(wake_word)
+        self.matcher = name_matcher(wake_word)  # by pinyin for a Mandarin phrase
         self.hypotheses = hypotheses  # whisper's n-best, asked when the transcript lacks the name
-        self.prompt = wake_word.replace("_", " ").title() + "."
+        self.prompt = phrase_prompt(wake_word)
         self.window = WakeWindow(window_s)
         self._turns = 0
         self._background: set[asyncio.Task] = set()  # held until done (the loop keeps only weak references)
@@ -281,6 +282,8 @@ class TurnTaker(Processor):
             return
         found = self._name_in(text, utterance)
         addressed = self.window.covers(utterance)  # after a bare wake word: no n-best wait (~0.2 s)
+        if found is not None and utterance.verify_wake and not addressed and not await self._sounds_so(utterance):
+            found = None
         if found is None and utterance.verify_wake and self.hypotheses is not None and not addressed and (
                 score is None or self.acoustic.asks_whisper(score, personal)):  # type: ignore[union-attr]
             found = await self._second_guess(text, utterance)
@@ -362,6 +365,19 @@ class TurnTaker(Processor):
             return None
         log.debug("wake word in whisper's n-best: %r for %r (without the prompt: %r)", readings, text, plain)
         return self._covered(found, text, utterance)
+
+    async def _sounds_so(self, utterance: UtteranceFrame) -> bool:
+        """Whether the phrase whisper wrote (prompted with it) sounds so without the prompt, where the matcher
+        asks for that (Mandarin: "你好晓晴" written "你好小星。"): in one of whisper's unprompted readings of the
+        utterance's head (`sounds_in`). Without the n-best model the transcript is taken as written."""
+        if not self.matcher.confirms or self.hypotheses is None:
+            return True
+        plain = await asyncio.to_thread(self.hypotheses, utterance.audio, "")
+        if any(map(self.matcher.sounds_in, plain)):
+            return True
+        log.info("the wake phrase only in the prompted transcript, not in whisper's unprompted readings: not taken")
+        log.debug("unprompted readings %r", plain)
+        return False
 
     def _covered(self, found: NameMatch, text: str, utterance: UtteranceFrame) -> NameMatch:
         """A reading's name and what follows it: the reading's own words if it covers the utterance (the

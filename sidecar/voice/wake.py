@@ -338,6 +338,8 @@ class NameMatcher:
     or sounding like it (`sounds_like`), also with the "s" whisper moved to a fused lead-in.
     """
 
+    confirms = False  # a name in the transcript needs no unprompted reading to confirm it (`PinyinMatcher`)
+
     def __init__(self, phrase: str) -> None:
         tokens = words(phrase)
         if not tokens:
