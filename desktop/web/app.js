@@ -4,7 +4,7 @@
 
 import { CharacterRenderer, autoBlink, nextBlink } from './character.js';
 import { Channel, endpointFromHash } from './channel.js';
-import { applyStrings, language, onLanguage, setLanguage, show, showAsIs, t } from './strings.js';
+import { applyStrings, language, onLanguage, setLanguage, show, showAsIs, showAttribute, t } from './strings.js';
 
 // The shell serves the user's own atlas as /atlas/user/ and says so in the URL (desktop/assets.py).
 const PAGE_OPTIONS = new URLSearchParams(location.hash.replace(/^#/, ''));
@@ -236,6 +236,12 @@ class Outfits {
 
 // --- the conversation ---------------------------------------------------------------------------
 
+// A reply cut short: marked so, in the window's language (app.css shows the word after it).
+function interrupted(bubble) {
+  bubble.classList.add('interrupted');
+  showAttribute(bubble, 'data-interrupted', 'transcript.interrupted');
+}
+
 class Transcript {
   constructor(list) {
     this.list = list;
@@ -252,8 +258,10 @@ class Transcript {
   history(turns) {
     this.list.replaceChildren();
     this.replies.clear();
-    for (const t of turns) {
-      if (t.role !== 'system') this._add(t.role, t.text, 'earlier', ...(t.interrupted ? ['interrupted'] : []));
+    for (const turn of turns) {
+      if (turn.role === 'system') continue;
+      const bubble = this._add(turn.role, turn.text, 'earlier');
+      if (turn.interrupted) interrupted(bubble);
     }
   }
 
@@ -282,7 +290,7 @@ class Transcript {
     bubble.classList.remove('partial', 'thinking');
     if (text.trim() || reason === 'cancelled') bubble.textContent = text.trim();
     else show(bubble, 'transcript.no_reply');
-    if (reason === 'cancelled') bubble.classList.add('interrupted');
+    if (reason === 'cancelled') interrupted(bubble);
     if (reason === 'error' || !text.trim()) bubble.classList.add('failed');
   }
 }
@@ -301,8 +309,7 @@ class Toasts {
   _add(id, write, kind, ttlMs) {
     for (const toast of this.box.children) if (toast.dataset.message === id) return;
     const close = el('button', { type: 'button', textContent: '×' });
-    close.dataset.i18nTitle = 'toast.dismiss';
-    close.title = t('toast.dismiss');
+    showAttribute(close, 'title', 'toast.dismiss');
     const text = el('p');
     write(text);
     const toast = el('div', { className: 'toast', role: kind === 'error' ? 'alert' : 'status' }, text, close);

@@ -2,16 +2,19 @@
 //
 // Keys are stable dotted names, `area.what` ("settings.save", "link.online_websocket"); a text with a
 // value in it names it in braces ("Offline · retrying in {seconds} s"). Static elements of index.html
-// carry their key: data-i18n (the text), data-i18n-placeholder, data-i18n-title, data-i18n-aria-label.
-// Texts the page writes go through show(node, key, values), which marks the node the same way, so a
-// change of language rewrites everything already on screen. Another part of the page brings its own
-// words with addStrings({en: {...}, zh: {...}}) under its own area ("memory.*").
+// carry their key: data-i18n="key" for the text, data-i18n-ATTRIBUTE="key" for an attribute
+// (data-i18n-placeholder, -title, -aria-label, -data-empty for the text CSS shows from data-empty).
+// Texts the page writes go through show(node, key, values) and showAttribute(node, attribute, key),
+// which mark the node the same way, so a change of language rewrites everything already on screen.
+// Another part of the page brings its own words with addStrings({en: {...}, zh: {...}}) under its own
+// area ("memory.*") and marks its elements the same way.
 //
 // The language is the engine's `voice.language` setting (the `settings` event), not the browser's.
 
 export const LANGUAGES = ['en', 'zh'];
 const HTML_LANG = { en: 'en', zh: 'zh-CN' };
-const ATTRIBUTES = ['placeholder', 'title', 'aria-label'];
+const MARK = 'data-i18n-'; // data-i18n-title="key": the title attribute is the text of key
+const VALUES = 'data-i18n-values'; // the values a marked text was filled with (JSON)
 
 export const STRINGS = {
   en: {
@@ -52,6 +55,8 @@ export const STRINGS = {
     'outfits.label': 'Outfits',
     'conversation.label': 'Conversation',
     'transcript.no_reply': 'No reply this time.',
+    'transcript.empty': 'Say the wake word, hold the microphone button, or type below to talk to Stella.',
+    'transcript.interrupted': 'interrupted',
     'composer.ptt': 'Hold to talk',
     'composer.ptt_title': 'Hold to talk (or hold Space)',
     'composer.placeholder': 'Type a message…',
@@ -166,6 +171,8 @@ export const STRINGS = {
     'outfits.label': '服装',
     'conversation.label': '对话',
     'transcript.no_reply': '这次没有回复。',
+    'transcript.empty': '说出唤醒词、按住麦克风按钮，或在下面输入文字，就能和小星聊天。',
+    'transcript.interrupted': '被打断',
     'composer.ptt': '按住说话',
     'composer.ptt_title': '按住说话（或按住空格键）',
     'composer.placeholder': '输入消息…',
@@ -274,14 +281,20 @@ export function showAsIs(node, text) {
   node.textContent = text;
 }
 
+/** Write `key`'s text into `node`'s `attribute` and mark it, so a change of language rewrites it. */
+export function showAttribute(node, attribute, key) {
+  node.setAttribute(MARK + attribute, key);
+  node.setAttribute(attribute, t(key));
+}
+
 /** Rewrite every marked text and attribute under `root` in the window's language. */
 export function applyStrings(root = document) {
   for (const node of root.querySelectorAll('[data-i18n]')) {
     node.textContent = t(node.dataset.i18n, node.dataset.i18nValues ? JSON.parse(node.dataset.i18nValues) : {});
   }
-  for (const attribute of ATTRIBUTES) {
-    for (const node of root.querySelectorAll(`[data-i18n-${attribute}]`)) {
-      node.setAttribute(attribute, t(node.getAttribute(`data-i18n-${attribute}`)));
+  for (const node of root.querySelectorAll('*')) {
+    for (const { name, value } of [...node.attributes]) {
+      if (name.startsWith(MARK) && name !== VALUES) node.setAttribute(name.slice(MARK.length), t(value));
     }
   }
 }

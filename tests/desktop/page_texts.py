@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 
 # Every text node under <body> (hidden ones too: the settings panel and the unlock dialog are in the page from the
-# start) and every attribute a user reads (a tooltip, a placeholder, what a screen reader says), each with where it
-# is. The engine's own words are left out: device and model names, the conversation, its messages (toasts, the
-# store's reasons) and what it says of the voice and the link (the tooltips of those two indicators).
+# start), every attribute a user reads (a tooltip, a placeholder, what a screen reader says) and every text the
+# style sheet puts in (::before, ::after), each with where it is. The engine's own words are left out: device and
+# model names, the conversation, its messages (toasts, the store's reasons) and what it says of the voice and the
+# link (the tooltips of those two indicators).
 PAGE_TEXTS = """() => {
   const engineData = 'select[name=embedded_model], select[name=input_device], select[name=output_device], '
     + 'select[name=wake_model], #transcript, #toasts, #unlock-why, #unlock-help, #unlock-detail';
@@ -30,6 +31,13 @@ PAGE_TEXTS = """() => {
       if (attribute === 'title' && engineTitles.has(element) && !element.hasAttribute('data-i18n-title')) continue;
       const text = element.getAttribute(attribute);
       if (text && text.trim()) texts.push({where: `${attribute} of ${where(element)}`, text});
+    }
+  }
+  for (const element of document.body.querySelectorAll('*')) {  // the engine's words never go into the style
+    for (const pseudo of ['::before', '::after']) {
+      const content = getComputedStyle(element, pseudo).content;
+      if (['none', 'normal', '""'].includes(content)) continue;
+      texts.push({where: `${pseudo} of ${where(element)}`, text: content});
     }
   }
   return texts;
