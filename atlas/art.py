@@ -42,6 +42,7 @@ def write_sources(out: Path) -> None:
             folder / "outfit.json",
             {
                 "name": outfit.name,
+                "names": {"zh": outfit.chinese},
                 "order": order,
                 "base": list(outfit.base),
                 "layers": list(layers),
@@ -50,4 +51,4 @@ def write_sources(out: Path) -> None:
 
 
 def _write_json(path: Path, data: dict) -> None:
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    path.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

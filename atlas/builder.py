@@ -87,6 +87,7 @@ def compose(src: Path, *, max_size: int = MAX_SIZE, gutter: int = GUTTER) -> Bui
             mouth_open=rects[overlay_keys[o.id]["mouth_open"]],
             layers=tuple(p.relative_to(source.root).as_posix() for p in o.layers),
             thumbnail=_thumbnail(cells[o.id]),
+            names=o.names,
         )
         for o in source.outfits
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from atlas.errors import AtlasError
@@ -38,6 +38,7 @@ class OutfitEntry:
     mouth_open: Rect
     layers: tuple[str, ...]
     thumbnail: str  # data: URI of a small straight-alpha PNG, for outfit buttons
+    names: dict[str, str] = field(default_factory=dict)  # the label in other languages, by code ("zh")
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,7 @@ class Manifest:
                     "mouth_open": cell(o.mouth_open),
                     "layers": list(o.layers),
                     "thumbnail": o.thumbnail,
+                    **({"names": o.names} if o.names else {}),
                 }
                 for o in self.outfits
             ],
@@ -124,6 +126,7 @@ class Manifest:
                         Rect(*o["mouth_open"]["rect"]),
                         tuple(o["layers"]),
                         o["thumbnail"],
+                        dict(o.get("names", {})),
                     )
                     for o in d["outfits"]
                 ),

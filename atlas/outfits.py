@@ -1,4 +1,4 @@
-"""The six default outfits, each as outfit + accessories + shading layers over the shared body."""
+"""The eight default outfits, each as outfit + accessories + shading layers over the shared body."""
 
 from __future__ import annotations
 
@@ -458,19 +458,138 @@ def formal() -> Dresser:
     return d
 
 
+def hanfu() -> Dresser:
+    """古风汉服: a cross-collar wrap top (right over left), wide hanging sleeves, a long pleated skirt,
+    a jade sash with a hanging pendant, and a gold hairpin with dangling beads."""
+    d = Dresser()
+    for side in (-1, 1):  # embroidered shoe tips under the hem
+        d.piece(shoe(side, 17, 9, 632), P.WINE)
+    sk = d.piece(skirt(384, 618, 50, 104, waves=6), P.ROSE, strength=0.35)
+    d.pattern(
+        [sk],
+        lambda c: (
+            c.fill(smooth([(100, 384), (348, 384), (348, 470), (100, 470)], steps=2), shade(P.ROSE, 1.35)),
+            c.fill(smooth([(100, 470), (348, 470), (348, 520), (100, 520)], steps=2), shade(P.ROSE, 1.18)),
+            c.fill(smooth([(90, 596), (358, 596), (358, 650), (90, 650)], steps=2), P.WINE),
+            [c.stroke([(90, y), (358, y)], P.GOLD, 1.6) for y in (592, 600)],
+        ),
+    )
+    for x in range(-84, 85, 21):  # pleats
+        d.detail(
+            smooth([(CX + x * 0.45, 412), (CX + x * 0.8, 510), (CX + x * 1.08, 600)], closed=False),
+            shade(P.ROSE, 0.82),
+            1.4,
+        )
+    d.piece(top(430, 56, 4, 48), P.BLUSH_SILK)
+    d.piece(smooth([(206, 292), (242, 292), (226, 356)], steps=3), P.WHITE, strength=0.1)  # the inner robe
+    # The cross collar: the left panel's band under, the right panel's over it, down to the sash.
+    d.piece(limb([(202, 290), (216, 326), (234, 360)], [15, 15, 14]), P.RED, strength=0.15)
+    d.piece(limb([(246, 290), (228, 336), (178, 396)], [15, 15, 15]), P.RED, strength=0.15)
+    d.detail(smooth([(250, 292), (234, 334), (186, 396)], closed=False), P.GOLD, 1.4)
+    for side in (-1, 1):  # wide sleeves hanging below the hands, with red cuff bands
+        hang = smooth(
+            [(188, 300), (168, 308), (152, 336), (132, 400), (108, 462), (96, 508), (112, 526), (150, 530),
+             (182, 516), (190, 472), (192, 412), (196, 352)],
+            steps=8,
+        )
+        sl = d.piece(hang if side < 0 else mirror(hang, CX), P.BLUSH_SILK, strength=0.3)
+        band = [(92, 500), (112, 520), (150, 526), (186, 510), (190, 526), (150, 542), (106, 536), (86, 514)]
+        d.pattern([sl], lambda c, b=band, s=side: c.fill(smooth(b if s < 0 else mirror(b, CX)), P.RED))
+        fold = smooth([(172, 330), (160, 400), (146, 470)], closed=False)
+        d.detail(fold if side < 0 else mirror(fold, CX), shade(P.BLUSH_SILK, 0.85), 1.6)
+    # The sash, its knot and long ties, and a jade pendant on a red cord with a tassel.
+    d.piece(smooth([(174, 380), (224, 384), (274, 380), (276, 410), (224, 414), (172, 410)], steps=4), P.JADE)
+    d.detail([(176, 396), (272, 396)], P.GOLD, 1.6)
+    for dx in (-10, 10):
+        d.piece(limb([(224 + dx * 0.4, 410), (224 + dx, 470), (224 + dx * 1.6, 540)], [12, 11, 10]), P.JADE)
+    d.piece(ellipse(224, 404, 11, 9), shade(P.JADE, 0.85))
+    d.detail([(262, 412), (264, 470)], P.RED, 2.0, acc=True)
+    d.piece(ellipse(264, 478, 9, 9), P.JADE, acc=True, strength=0.1)
+    d.dot(264, 478, 3.2, P.WHITE, acc=True)
+    for dx in (-3, 0, 3):
+        d.detail([(264, 488), (264 + dx, 516)], P.RED, 1.8, acc=True)
+    # Hairpin: a gold stick through the hair, a plum blossom, and strings of beads swaying below it.
+    d.detail([(120, 88), (186, 128)], P.GOLD_LINE, 4.0, acc=True)
+    for i in range(5):
+        a = np.deg2rad(i * 72 - 90)
+        d.piece(ellipse(146 + 10 * np.cos(a), 100 + 10 * np.sin(a), 8, 8), P.PINK, acc=True, strength=0.05)
+    d.dot(146, 100, 4.5, P.GOLD, acc=True, outline=P.GOLD_LINE)
+    for x, n in ((138, 3), (150, 4), (162, 3)):
+        d.detail([(x, 110), (x, 110 + 12 * n)], P.GOLD_LINE, 1.2, acc=True)
+        for k in range(1, n + 1):
+            d.dot(x, 110 + 12 * k, 3.0, P.RED if k == n else P.GOLD, acc=True, outline=P.GOLD_LINE)
+    return d
+
+
+def cyberpunk() -> Dresser:
+    """赛博朋克: an ink-dark jacket with neon trims over a violet top, boots with glowing soles, a
+    see-through visor over the eyes and a hot-pink streak in the hair."""
+    d = Dresser()
+    glow_cyan = (*P.NEON_CYAN, 90)
+
+    def neon(pts: list[Point], color, width: float = 2.4, acc: bool = False) -> None:
+        d.detail(pts, (*color[:3], 80), width * 3, acc)
+        d.detail(pts, color, width, acc)
+
+    for side in (-1, 1):
+        d.piece(pant_leg(side, 0.86, [56, 40, 34]), shade(P.INK, 1.1))
+        neon(smooth([(CX + side * 40, 452), (CX + side * 30, 520), (CX + side * 26, 570)], closed=False),
+             P.NEON_PINK, 2.0)
+        x = foot_x(side)
+        d.piece(smooth([(x - 22, 560), (x + 22, 560), (x + 26, 616), (x + 28, 632), (x - 28, 632), (x - 26, 616)],
+                       steps=4), P.INK)
+        for y in (578, 596):
+            d.detail([(x - 20, y), (x + 20, y)], P.SLATE, 3.0)
+        neon([(x - 28, 634), (x + 28, 634)], P.NEON_CYAN, 3.0)
+    d.piece(hips(), shade(P.INK, 1.1))
+    d.piece(top(452, 64, 4, 54), P.INK)  # the jacket's back and body
+    inner = smooth([(210, 298), (238, 298), (244, 440), (204, 440)], steps=2)
+    d.piece(inner, (84, 52, 140), strength=0.15)  # the violet top where the jacket is open
+    d.pattern([inner], lambda c: (c.stroke([(204, 352), (218, 352), (226, 366), (246, 366)], glow_cyan, 6),
+                                  c.stroke([(204, 352), (218, 352), (226, 366), (246, 366)], P.NEON_CYAN, 2),
+                                  c.fill(ellipse(224, 400, 6, 6), P.NEON_PINK)))
+    for side in (-1, 1):
+        edge = smooth([(CX + side * 18, 296), (CX + side * 22, 370), (CX + side * 24, 452)], closed=False)
+        neon(edge, P.NEON_CYAN, 2.4)
+        collar = [(CX + side * 14, 306), (CX + side * 22, 276), (CX + side * 52, 284), (CX + side * 58, 306)]
+        d.piece(smooth(collar), shade(P.INK, 1.25))
+        neon(smooth(collar[:3], closed=False), P.NEON_CYAN, 1.8)
+        d.piece(sleeve(side, 0.88, [46, 38, 36]), P.INK)
+        cuff = F.along(F.ARM_L, 0.84)
+        cx = cuff[0] if side < 0 else 2 * CX - cuff[0]
+        d.piece(ellipse(cx, cuff[1] + 2, 18, 8), shade(P.INK, 1.3))
+        neon([(cx - 15, cuff[1] + 2), (cx + 15, cuff[1] + 2)], P.NEON_PINK, 2.2)
+        stripe = smooth([(176, 312), (166, 360), (158, 420)], closed=False)
+        neon(stripe if side < 0 else mirror(stripe, CX), P.NEON_CYAN, 1.6)
+    neon(smooth([(162, 450), (224, 458), (286, 450)], closed=False), P.NEON_PINK, 2.6)
+    # A hot-pink streak through the fringe, and a visor whose tinted glass still shows the eyes.
+    streak = limb([(192, 74), (162, 100), (146, 150), (140, 210), (142, 276)], [10, 12, 11, 10, 6])
+    d.acc.fill(streak, (*P.NEON_PINK, 215), (*shade(P.NEON_PINK, 0.8), 230), 1.4)
+    d.acc.stroke(smooth([(184, 80), (158, 112), (148, 170)], closed=False), (255, 200, 240, 200), 2.0)
+    visor = smooth([(138, 178), (224, 172), (310, 178), (312, 206), (224, 218), (136, 206)], steps=6)
+    d.acc.fill(visor, (*P.NEON_CYAN, 70), (*P.NEON_CYAN, 230), 2.6)
+    d.acc.stroke(smooth([(150, 184), (224, 178), (298, 184)], closed=False), (255, 255, 255, 170), 2.0)
+    d.acc.fill(smooth([(300, 176), (318, 178), (320, 210), (300, 208)], steps=2), P.INK, P.NEON_CYAN, 1.6)
+    d.dot(310, 194, 3.0, P.NEON_PINK, acc=True)
+    return d
+
+
 @dataclass(frozen=True)
 class Outfit:
     id: str
     name: str
+    chinese: str  # the button label in Chinese (sidecar.outfit_catalogue adds the other Chinese names)
     draw: Callable[[], Dresser]
     base: tuple[str, ...] = ("back", "body")
 
 
 OUTFITS = (
-    Outfit("hoodie", "Hoodie", hoodie),
-    Outfit("red_dress", "Red dress", red_dress),
-    Outfit("school", "School uniform", school),
-    Outfit("space", "Space suit", space, base=("body",)),
-    Outfit("pyjamas", "Pyjamas", pyjamas),
-    Outfit("formal", "Formal", formal),
+    Outfit("hoodie", "Hoodie", "卫衣", hoodie),
+    Outfit("red_dress", "Red dress", "红裙子", red_dress),
+    Outfit("school", "School uniform", "校服", school),
+    Outfit("space", "Space suit", "宇航服", space, base=("body",)),
+    Outfit("pyjamas", "Pyjamas", "睡衣", pyjamas),
+    Outfit("formal", "Formal", "礼服", formal),
+    Outfit("hanfu", "Hanfu", "古风汉服", hanfu),
+    Outfit("cyberpunk", "Cyberpunk", "赛博朋克", cyberpunk),
 )

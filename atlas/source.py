@@ -7,7 +7,8 @@ Layout (what ``python -m atlas art`` writes, and what a user copies to add an ou
     base/back.png             optional: drawn behind everything (back hair)
     base/eyes_closed.png      face variants, drawn over the body and only inside their region
     base/mouth_open.png
-    outfits/<id>/outfit.json  optional: {"name": ..., "order": n, "base": ["back", "body"], "layers": [...]}
+    outfits/<id>/outfit.json  optional: {"name": ..., "names": {"zh": ...}, "order": n, "base": ["back", "body"],
+                              "layers": [...]}
     outfits/<id>/<layer>.png  default layers: outfit.png (required), accessories.png, shading.png
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,7 @@ DEFAULT_LAYERS = ("outfit", "accessories", "shading")
 BASE_LAYERS = ("back", "body")
 VARIANTS = {"eyes_closed": "eyes", "mouth_open": "mouth"}
 OUTFIT_ID = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
+LANGUAGE = re.compile(r"^[a-z]{2}$")  # a label's language: an ISO 639-1 code ("zh")
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,7 @@ class OutfitSource:
     name: str
     order: int
     layers: tuple[Path, ...]  # bottom to top, base layers included
+    names: dict[str, str] = field(default_factory=dict)  # the button label in other languages ("zh": "汉服")
 
 
 @dataclass(frozen=True)
@@ -121,6 +124,11 @@ def _load_outfit(folder: Path, base: Path, available_base: set[str]) -> OutfitSo
         raise AtlasError(meta_path, '"name" must be a non-empty string (the button label)')
     if not isinstance(order, int) or isinstance(order, bool):
         raise AtlasError(meta_path, '"order" must be an integer')
+    names = meta.get("names", {})
+    if not isinstance(names, dict) or not all(
+        isinstance(k, str) and LANGUAGE.match(k) and isinstance(v, str) and v.strip() for k, v in names.items()
+    ):
+        raise AtlasError(meta_path, '"names" must map language codes to button labels, e.g. {"zh": "汉服"}')
     if not isinstance(layers, list) or not layers or not all(isinstance(n, str) and n for n in layers):
         raise AtlasError(
             meta_path, '"layers" must be a non-empty list of layer names (PNG files in this folder)'
@@ -136,7 +144,7 @@ def _load_outfit(folder: Path, base: Path, available_base: set[str]) -> OutfitSo
         if not (folder / f"{n}.png").is_file():
             raise AtlasError(folder / f"{n}.png", f"missing layer '{n}' of outfit '{oid}'")
         paths.append(folder / f"{n}.png")
-    return OutfitSource(oid, name.strip(), order, tuple(paths))
+    return OutfitSource(oid, name.strip(), order, tuple(paths), {k: v.strip() for k, v in names.items()})
 
 
 def read_layer(path: Path, cell: tuple[int, int]) -> Image.Image:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from atlas.manifest import DEFAULT_DIR, Manifest
+from atlas.manifest import DEFAULT_DIR, Manifest, OutfitEntry
 
 
 @dataclass(frozen=True)
@@ -30,23 +30,34 @@ OCCASIONS: dict[str, tuple[str, ...]] = {
                 "nightgown", "pajamas"),
     "formal": ("fancy", "elegant", "smart", "wedding", "gala", "interview", "office", "business", "meeting",
                "opera", "ceremony", "evening", "gown", "tuxedo"),
+    "hanfu": ("festival", "lantern", "lanterns", "tea", "teahouse", "traditional", "ancient", "dynasty", "poetry",
+              "calligraphy", "temple", "guqin", "zither", "chinese"),
+    "cyberpunk": ("neon", "city", "downtown", "arcade", "hacker", "hacking", "cyber", "futuristic", "future",
+                  "scifi", "rave", "club", "clubbing", "nightlife", "android", "robot", "robots", "game", "games"),
 }
 
 
-# The built-in wardrobe's Chinese names: a Mandarin request ("换上宇航服") names its outfit by them.
+# Other Chinese names of the built-in outfits, beside the label each has in the atlas (its "zh" name): a
+# Mandarin request ("换上宇航服", "换上太空服") names its outfit by any of them.
 CHINESE_NAMES: dict[str, tuple[str, ...]] = {
-    "hoodie": ("卫衣", "连帽衫"),
-    "red_dress": ("红裙子", "红色连衣裙", "红裙", "连衣裙"),
-    "school": ("校服",),
-    "space": ("宇航服", "太空服", "航天服"),
-    "pyjamas": ("睡衣",),
-    "formal": ("礼服", "正装"),
+    "hoodie": ("连帽衫",),
+    "red_dress": ("红色连衣裙", "红裙", "连衣裙"),
+    "space": ("太空服", "航天服"),
+    "formal": ("正装",),
+    "hanfu": ("汉服", "古装"),
+    "cyberpunk": ("赛博",),
 }
 
 
 def catalogue_of(manifest: Manifest) -> tuple[Outfit, ...]:
     """The outfits an atlas manifest offers."""
-    return tuple(Outfit(o.id, o.name, OCCASIONS.get(o.id, ()), CHINESE_NAMES.get(o.id, ())) for o in manifest.outfits)
+    return tuple(Outfit(o.id, o.name, OCCASIONS.get(o.id, ()), chinese_names(o)) for o in manifest.outfits)
+
+
+def chinese_names(outfit: OutfitEntry) -> tuple[str, ...]:
+    """An outfit's Chinese names: its label in the atlas first, then the others it is known by."""
+    label = (outfit.names["zh"],) if "zh" in outfit.names else ()
+    return tuple(dict.fromkeys(label + CHINESE_NAMES.get(outfit.id, ())))
 
 
 def load_catalogue(atlas_dir: str = "") -> tuple[Outfit, ...]:

@@ -4,6 +4,7 @@
 
 import { CharacterRenderer, autoBlink, nextBlink } from './character.js';
 import { Channel, endpointFromHash } from './channel.js';
+import { applyStrings, language, onLanguage, setLanguage, show, showAsIs, showAttribute, t } from './strings.js';
 
 // The shell serves the user's own atlas as /atlas/user/ and says so in the URL (desktop/assets.py).
 const PAGE_OPTIONS = new URLSearchParams(location.hash.replace(/^#/, ''));
@@ -35,7 +36,7 @@ function softwareGl(gl) {
   document.body.classList.toggle('software-gl', software);
   return software;
 }
-const STATE_LABELS = { idle: 'Idle', listening: 'Listening', thinking: 'Thinking…', speaking: 'Speaking' };
+const STATES = new Set(['idle', 'listening', 'thinking', 'speaking']);
 // Problems that stay until the user acts: their message stays until it is dismissed.
 const LASTING_ERRORS = new Set(['device_refused', 'store_unavailable', 'atlas_unusable']);
 const $ = (id) => document.getElementById(id);
@@ -201,17 +202,31 @@ class Outfits {
   constructor(nav, onPick) {
     this.nav = nav;
     this.onPick = onPick;
+    this.outfits = [];
+    onLanguage(() => this._label());
   }
 
   render(outfits) {
+    this.outfits = outfits;
     this.nav.replaceChildren(...outfits.map((o) => {
-      const button = el('button', { type: 'button', className: 'outfit', title: o.name },
-        el('img', { src: o.thumbnail, alt: '' }), el('span', { textContent: o.name }));
+      const button = el('button', { type: 'button', className: 'outfit' },
+        el('img', { src: o.thumbnail, alt: '' }), el('span'));
       button.dataset.outfit = o.id;
       button.setAttribute('aria-pressed', 'false');
       button.addEventListener('click', () => this.onPick(o.id));
       return button;
     }));
+    this._label();
+  }
+
+  // Each outfit by its label in the window's language (the atlas's `names`), else its own name.
+  _label() {
+    this.outfits.forEach((o, i) => {
+      const name = o.names?.[language()] || o.name;
+      const button = this.nav.children[i];
+      button.title = name;
+      button.querySelector('span').textContent = name;
+    });
   }
 
   select(id) {
@@ -220,6 +235,12 @@ class Outfits {
 }
 
 // --- the conversation ---------------------------------------------------------------------------
+
+// A reply cut short: marked so, in the window's language (app.css shows the word after it).
+function interrupted(bubble) {
+  bubble.classList.add('interrupted');
+  showAttribute(bubble, 'data-interrupted', 'transcript.interrupted');
+}
 
 class Transcript {
   constructor(list) {
@@ -237,8 +258,10 @@ class Transcript {
   history(turns) {
     this.list.replaceChildren();
     this.replies.clear();
-    for (const t of turns) {
-      if (t.role !== 'system') this._add(t.role, t.text, 'earlier', ...(t.interrupted ? ['interrupted'] : []));
+    for (const turn of turns) {
+      if (turn.role === 'system') continue;
+      const bubble = this._add(turn.role, turn.text, 'earlier');
+      if (turn.interrupted) interrupted(bubble);
     }
   }
 
@@ -265,8 +288,9 @@ class Transcript {
     if (!bubble) return;
     this.replies.delete(turn);
     bubble.classList.remove('partial', 'thinking');
-    bubble.textContent = text.trim() || (reason === 'cancelled' ? '' : 'No reply this time.');
-    if (reason === 'cancelled') bubble.classList.add('interrupted');
+    if (text.trim() || reason === 'cancelled') bubble.textContent = text.trim();
+    else show(bubble, 'transcript.no_reply');
+    if (reason === 'cancelled') interrupted(bubble);
     if (reason === 'error' || !text.trim()) bubble.classList.add('failed');
   }
 }
@@ -276,13 +300,21 @@ class Transcript {
 class Toasts {
   constructor(box) { this.box = box; }
 
-  show(message, kind = 'error', ttlMs = 12000) {
-    for (const t of this.box.children) if (t.dataset.message === message) return;
-    const close = el('button', { type: 'button', textContent: '×', title: 'Dismiss' });
-    const toast = el('div', { className: 'toast', role: kind === 'error' ? 'alert' : 'status' },
-      el('p', { textContent: message }), close);
+  /** The engine's words, shown as they came. */
+  show(message, kind = 'error', ttlMs = 12000) { this._add(message, (p) => showAsIs(p, message), kind, ttlMs); }
+
+  /** The window's own words: `key` of strings.js. */
+  say(key, kind = 'error', ttlMs = 12000) { this._add(key, (p) => show(p, key), kind, ttlMs); }
+
+  _add(id, write, kind, ttlMs) {
+    for (const toast of this.box.children) if (toast.dataset.message === id) return;
+    const close = el('button', { type: 'button', textContent: '×' });
+    showAttribute(close, 'title', 'toast.dismiss');
+    const text = el('p');
+    write(text);
+    const toast = el('div', { className: 'toast', role: kind === 'error' ? 'alert' : 'status' }, text, close);
     toast.dataset.kind = kind;
-    toast.dataset.message = message;
+    toast.dataset.message = id;
     close.addEventListener('click', () => toast.remove());
     this.box.append(toast);
     while (this.box.children.length > 3) this.box.firstChild.remove();
@@ -307,21 +339,27 @@ class LinkPill {
   _render() {
     const s = this.status;
     if (!s) return;
-    let text = 'Connecting…';
+    let key = 'link.connecting';
+    let values;
     if (s.refused) {
-      text = 'Not allowed · pair in Settings';
+      key = 'link.refused';
     } else if (s.connected) {
-      text = s.transport === 'websocket' ? 'Online · WebSocket' : 'Online · Long-poll';
+      key = s.transport === 'websocket' ? 'link.online_websocket' : 'link.online_longpoll';
     } else if (s.retryAt !== null) {
       const left = Math.max(0, Math.ceil((s.retryAt - performance.now()) / 1000));
-      text = left > 0 ? `Offline · retrying in ${left} s` : 'Offline · retrying…';
+      [key, values] = left > 0 ? ['link.offline_in', { seconds: left }] : ['link.offline_now'];
     }
-    if (this.label.textContent === text && this._shown === s) return; // repaint only on a change
+    const text = t(key, values);
+    // repaint only on a change
+    if (this.label.textContent === text && this._shown === s && this._language === language()) return;
     this._shown = s;
+    this._language = language();
     this.node.dataset.transport = s.connected ? s.transport : 'offline';
     this.node.dataset.connecting = String(!s.connected && !s.refused && s.retryAt === null);
-    this.node.title = s.detail ? `Server: ${s.detail}` : '';
-    this.label.textContent = text;
+    this.node.removeAttribute('data-i18n-title'); // the server's own words from now on
+    const detail = s.waiting ? t('link.waiting_for_engine') : s.detail;
+    this.node.title = detail ? t('link.server', { detail }) : '';
+    show(this.label, key, values);
   }
 }
 
@@ -334,9 +372,9 @@ class EngineBanner {
     setInterval(() => this._countdown(), 250);
   }
 
-  _show(text, kind = 'warn', ttlMs = 0) {
+  _show(key, values, kind = 'warn', ttlMs = 0) {
     clearTimeout(this._timer);
-    this.node.textContent = text;
+    show(this.node, key, values);
     this.node.dataset.kind = kind;
     this.node.hidden = false;
     if (ttlMs) this._timer = setTimeout(() => { this.node.hidden = true; }, ttlMs);
@@ -345,14 +383,14 @@ class EngineBanner {
   lost(status) {
     this._retryAt = status.everConnected ? status.retryAt : null;
     if (status.everConnected) this._countdown();
-    else this._show('Starting Stella’s engine…');
+    else this._show('engine.starting');
   }
 
   hello(event) {
     this._retryAt = null;
     if (event.restarts > this.restarts) {
-      const how = event.last_exit ? ` (${event.last_exit})` : '';
-      this._show(`Stella’s engine stopped unexpectedly${how} and has been restarted.`, 'ok', 12000);
+      if (event.last_exit) this._show('engine.restarted_why', { why: event.last_exit }, 'ok', 12000);
+      else this._show('engine.restarted', undefined, 'ok', 12000);
     } else if (this.node.dataset.kind !== 'ok') {
       this.node.hidden = true;
     }
@@ -360,13 +398,14 @@ class EngineBanner {
   }
 
   missing() {
-    this._show('This page needs the Stella app: open Stella from its desktop icon or with `stella`.');
+    this._show('engine.missing');
   }
 
   _countdown() {
     if (this._retryAt === null) return;
     const left = Math.max(0, Math.ceil((this._retryAt - performance.now()) / 1000));
-    this._show(`Lost contact with Stella’s engine — reconnecting${left ? ` in ${left} s` : '…'}`);
+    if (left) this._show('engine.lost_in', { seconds: left });
+    else this._show('engine.lost_now');
   }
 }
 
@@ -386,7 +425,7 @@ class TimelinePanel {
       return row;
     });
     const title = document.createElement('caption');
-    title.textContent = `turn ${event.turn} (ms)`;
+    show(title, 'timeline.caption', { turn: event.turn });
     this.node.replaceChildren(title, ...rows);
   }
 }
@@ -425,7 +464,7 @@ class SettingsPanel {
   open() {
     if (!this.isOpen) this.edited.clear();
     this.panel.hidden = this.backdrop.hidden = false;
-    this.note.textContent = '';
+    showAsIs(this.note, '');
     this.channel.send({ cmd: 'settings' }); // fresh device lists
     this.form.server_url.focus();
   }
@@ -435,16 +474,15 @@ class SettingsPanel {
   save(overrides = {}) {
     const values = {};
     for (const name of ['server_url', 'wake_engine', 'wake_model', 'wake_phrase', 'tts_engine', 'input_device',
-      'output_device', 'embedded_model']) values[name] = this.form[name].value;
+      'output_device', 'embedded_model', 'language']) values[name] = this.form[name].value;
     Object.assign(values, overrides);
     this.embeddedChosen = values.server_url === '';
-    if (!this.channel.send({ cmd: 'settings', values })) {
-      this.toasts.show('Stella’s engine is not reachable right now, so the settings were not saved. Try again in a moment.');
-    }
+    if (!this.channel.send({ cmd: 'settings', values })) this.toasts.say('engine.unreachable_settings');
   }
 
   update(event) {
     const { choices } = event;
+    setLanguage(event.values.language);  // the window speaks the language she does
     if (event.saved) this.edited.clear();
     // the engine's values, but what the user changed since opening stays (the lists opening asked for can
     // come after the first change)
@@ -454,26 +492,27 @@ class SettingsPanel {
       const current = values[select.name];
       const list = defaultLabel === undefined ? items : ['', ...items];
       if (!list.includes(current)) list.push(current);
-      select.replaceChildren(...list.map((v) => el('option', {
-        value: v,
-        textContent: v === '' ? defaultLabel : label(v) + (items.includes(v) || v === '' ? '' : ' (not connected)'),
-      })));
+      select.replaceChildren(...list.map((v) => {
+        const option = el('option', { value: v });
+        if (v === '') defaultLabel(option);
+        else if (items.includes(v)) option.textContent = label(v);
+        else show(option, 'settings.not_connected', { device: label(v) });
+        return option;
+      }));
     };
+    const systemDefault = (option) => show(option, 'settings.system_default');
     options(this.form.wake_model, choices.wake_model, titleCase);
-    options(this.form.input_device, choices.input_device, (v) => v, 'System default');
-    options(this.form.output_device, choices.output_device, (v) => v, 'System default');
+    options(this.form.input_device, choices.input_device, (v) => v, systemDefault);
+    options(this.form.output_device, choices.output_device, (v) => v, systemDefault);
     // the embedded default's models, each with what it is like (a list beside the names, in the same order)
     const described = new Map(choices.embedded_model.map((v, i) => [v, choices.embedded_model_label[i]]));
     options(this.form.embedded_model, choices.embedded_model.filter((v) => v !== ''), (v) => described.get(v) || v,
-      described.get('') || 'The default');
+      (option) => { option.textContent = described.get('') || ''; });
     for (const [name, value] of Object.entries(values)) if (this.form[name]) this.form[name].value = value;
     this._showWakeFields();
-    $('pairing-status').textContent = event.paired ? 'This device is paired with the server.'
-      : 'Not paired. A server on this computer lets Stella in by itself; for another one, type the code '
-        + 'its operator gives you (stella-server device add).';
+    show($('pairing-status'), event.paired ? 'settings.paired' : 'settings.not_paired');
     if (event.saved) {
-      this.note.textContent = this.embeddedChosen ? 'Saved ✓ From the next start Stella runs the embedded default '
-        + '(a server on this computer).' : 'Saved ✓';
+      show(this.note, this.embeddedChosen ? 'settings.saved_embedded' : 'settings.saved');
       this.embeddedChosen = false;
     }
   }
@@ -492,21 +531,17 @@ class SettingsPanel {
     progress.hidden = !this.enrolling;
     progress.max = needed;
     progress.value = taken;
-    $('enrol-start').textContent = this.enrolling ? 'Cancel' : 'Teach her my voice';
-    $('enrol-note').textContent = {
-      listening: `Say “Hey Stella” now, a moment apart (${taken} of ${needed} heard).`,
-      done: 'She knows your voice ✓ Your “Hey Stella” wakes her at once; other voices seldom do.',
-      cancelled: 'Not taught: nothing was kept.',
-      unheard: 'She did not hear her name for half a minute, so nothing was taught. Say “Hey Stella” close to '
-        + 'the microphone, a moment apart, and try again.',
-      unavailable: 'Teaching her your voice needs the phrase “hey stella” and its model.',
-    }[status] || '';
+    show($('enrol-start'), this.enrolling ? 'enrol.cancel' : 'enrol.start');
+    const note = $('enrol-note');
+    if (['listening', 'done', 'cancelled', 'unheard', 'unavailable'].includes(status)) {
+      show(note, `enrol.${status}`, { taken, needed });
+    } else showAsIs(note, '');
   }
 
   enrolled(known) {
     $('enrol-forget').hidden = !known;
     if (!this.enrolling) {
-      $('enrol-start').textContent = known ? 'Teach her my voice again' : 'Teach her my voice';
+      show($('enrol-start'), known ? 'enrol.again' : 'enrol.start');
     }
   }
 
@@ -521,14 +556,13 @@ class SettingsPanel {
         : 0.5 + 0.5 * (acoustic - acoustic_floor) / (1 - acoustic_floor);
     } else if (heard && odds != null && floor) sure = Math.min(1, Math.max(0, 1 - odds / (2 * floor)));
     meter.value = sure;
-    meter.title = acoustic == null ? '' : `Her name’s model: ${acoustic.toFixed(2)} (counts from ${acoustic_floor})`
-      + (voice == null ? '' : `; your voice: ${voice.toFixed(2)} (another voice under ${voice_floor})`);
+    meter.title = acoustic == null ? ''
+      : voice == null ? t('try.model', { score: acoustic.toFixed(2), floor: acoustic_floor })
+        : t('try.model_voice', { score: acoustic.toFixed(2), floor: acoustic_floor, voice: voice.toFixed(2),
+          voice_floor });
     const notYou = voice != null && voice_floor != null && voice < voice_floor
       && acoustic != null && acoustic >= acoustic_floor;
-    $('wake-try-note').textContent = woke ? 'She heard her name ✓'
-      : notYou ? 'That did not sound like the voice she was taught.'
-        : heard ? 'That sounded like another name — say hers a little more clearly.'
-          : 'She did not hear her name in that.';
+    show($('wake-try-note'), woke ? 'try.heard' : notYou ? 'try.not_you' : heard ? 'try.other_name' : 'try.unheard');
   }
 }
 
@@ -559,15 +593,15 @@ class UnlockDialog {
     }
     const create = e.mode === 'create';
     this.mode = e.mode;
-    $('unlock-title').textContent = create ? 'Choose a passphrase for your conversations' : 'Unlock your conversations';
+    show($('unlock-title'), create ? 'unlock.title_create' : 'unlock.title');
     $('unlock-why').textContent = e.message;
     $('unlock-help').textContent = e.keyring_help;
     $('unlock-detail').textContent = e.detail;
     $('confirm-row').hidden = !create;
     this.confirm.required = create;
     this.passphrase.autocomplete = create ? 'new-password' : 'current-password';
-    $('unlock-submit').textContent = create ? 'Set passphrase' : 'Unlock';
-    this.error.textContent = e.error;
+    show($('unlock-submit'), create ? 'unlock.submit_create' : 'unlock.submit');
+    showAsIs(this.error, e.error);
     if (e.error) this.passphrase.value = this.confirm.value = '';
     this.node.hidden = this.backdrop.hidden = false;
     this.passphrase.focus();
@@ -578,7 +612,7 @@ class UnlockDialog {
 
   _unlock() {
     if (this.mode === 'create' && this.passphrase.value !== this.confirm.value) {
-      this.error.textContent = 'The two passphrases are not the same. Type it twice, exactly the same way.';
+      show(this.error, 'unlock.mismatch');
       this.confirm.value = '';
       this.confirm.focus();
       return;
@@ -588,10 +622,10 @@ class UnlockDialog {
 
   _send(command) {
     if (!this.channel.send({ cmd: 'unlock', ...command })) {
-      this.error.textContent = 'Stella’s engine is not reachable right now; try again in a moment.';
+      show(this.error, 'unlock.unreachable');
       return;
     }
-    this.error.textContent = '';
+    showAsIs(this.error, '');
     this._busy(true);
   }
 
@@ -604,6 +638,7 @@ class UnlockDialog {
 // --- wiring -------------------------------------------------------------------------------------
 
 async function main() {
+  applyStrings();
   const endpoint = endpointFromHash(location.hash);
   const banner = new EngineBanner($('engine'));
   if (!endpoint) {
@@ -627,10 +662,12 @@ async function main() {
   let captionTimer = 0;
   const shownVoiceNotes = new Set();
 
-  const say = (text, clearAfterMs = 0) => {
+  // The caption: a line of the window's own (a key of strings.js), or what she heard, as it was said.
+  const say = (key, clearAfterMs = 0, heard = null) => {
     clearTimeout(captionTimer);
-    caption.textContent = text;
-    if (clearAfterMs) captionTimer = setTimeout(() => { caption.textContent = ''; }, clearAfterMs);
+    if (heard === null) show(caption, key);
+    else showAsIs(caption, heard);
+    if (clearAfterMs) captionTimer = setTimeout(() => showAsIs(caption, ''), clearAfterMs);
   };
 
   const outfits = new Outfits($('outfits'), (id) => {
@@ -655,19 +692,23 @@ async function main() {
     },
     state: (e) => {
       stateNode.dataset.state = e.state;
-      stateNode.querySelector('.label').textContent = STATE_LABELS[e.state] || e.state;
+      const label = stateNode.querySelector('.label');
+      if (STATES.has(e.state)) show(label, `state.${e.state}`);
+      else showAsIs(label, e.state);
       if (e.state === 'idle') view.stopMouth();
     },
     link: (e) => link.update(e),
     voice: (e) => {
       voice = e;
       wakeNode.dataset.voice = e.status;
+      wakeNode.removeAttribute('data-i18n-title'); // the engine's own words from now on
       wakeNode.title = e.detail;
       ptt.setAttribute('aria-disabled', String(e.status !== 'ready'));
       settings.enrolled(e.enrolled);
       const label = wakeNode.querySelector('.label');
-      if (e.status === 'ready') label.textContent = e.wake_word ? `Say “${e.wake_word}”` : 'Listening for you';
-      else label.textContent = e.status === 'loading' ? 'Voice starting…' : 'Voice off';
+      if (e.status === 'ready' && e.wake_word) show(label, 'voice.say', { wake: e.wake_word });
+      else if (e.status === 'ready') show(label, 'voice.listening_for_you');
+      else show(label, e.status === 'loading' ? 'voice.starting' : 'voice.off');
       if (e.status === 'off' && !shownVoiceNotes.has(e.detail)) {
         shownVoiceNotes.add(e.detail);
         toasts.show(e.detail, 'info', 8000);
@@ -679,13 +720,13 @@ async function main() {
       if (e.engine === 'openwakeword') settings.wakeCheck({ heard: true, woke: true });
       wakeNode.classList.add('woke');
       setTimeout(() => wakeNode.classList.remove('woke'), 2500);
-      say('Yes? I’m listening…');
+      say('caption.woke');
     },
-    speech_start: () => say('Listening…'),
-    transcript: (e) => say(e.text ? `“${e.text}”` : '', 4000),
+    speech_start: () => say('caption.listening'),
+    transcript: (e) => say(null, 4000, e.text ? `“${e.text}”` : ''),
     user_turn: (e) => {
       transcript.user(e.turn, e.text);
-      say('', 0);
+      say(null, 0, '');
     },
     token: (e) => {
       transcript.token(e.turn, e.text);
@@ -707,7 +748,7 @@ async function main() {
     if (e.detail.connected) return;
     banner.lost(e.detail);
     // Without the engine nothing is known about the server or Stella: the greeting will say.
-    link.update({ transport: 'offline', connected: false, retry_in: null, detail: 'waiting for Stella’s engine' });
+    link.update({ transport: 'offline', connected: false, retry_in: null, waiting: true });
     handlers.state({ state: 'idle' });
   });
 
@@ -717,20 +758,21 @@ async function main() {
     const text = input.value.trim();
     if (!text) return;
     if (channel.send({ cmd: 'text', text })) input.value = '';
-    else toasts.show('Stella’s engine is not reachable right now, so your message was not sent. It is being restarted — try again in a moment.');
+    else toasts.say('engine.unreachable_message');
   });
 
   let held = false;
   const talk = (down) => {
     if (down === held) return;
     if (down && voice.status !== 'ready') {
-      toasts.show(voice.detail || 'Push-to-talk needs the microphone, which is not ready yet.', 'info', 6000);
+      if (voice.detail) toasts.show(voice.detail, 'info', 6000);
+      else toasts.say('voice.ptt_not_ready', 'info', 6000);
       return;
     }
     held = down;
     ptt.classList.toggle('held', down);
     channel.send({ cmd: down ? 'ptt_start' : 'ptt_stop' });
-    if (down) say('Listening… release to send');
+    if (down) say('caption.ptt');
   };
   ptt.addEventListener('pointerdown', (e) => { ptt.setPointerCapture(e.pointerId); talk(true); });
   for (const type of ['pointerup', 'pointercancel']) ptt.addEventListener(type, () => talk(false));

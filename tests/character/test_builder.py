@@ -63,6 +63,24 @@ def test_manifest_names_every_outfit_with_rects_uvs_layers_and_thumbnail(make_so
     assert Manifest.load(tmp_path / "out").outfit("o1").rect.w == 64
 
 
+def test_an_outfits_labels_in_other_languages_reach_the_manifest(make_source, tmp_path: Path) -> None:
+    src = make_source([RED, GREEN])
+    (src / "outfits" / "o1" / "outfit.json").write_text(json.dumps({"name": "Hanfu", "names": {"zh": " 汉服 "}}))
+    build(src, tmp_path / "out")
+    data = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert {o["id"]: o.get("names") for o in data["outfits"]} == {"o0": None, "o1": {"zh": "汉服"}}
+    assert Manifest.load(tmp_path / "out").outfit("o1").names == {"zh": "汉服"}
+
+
+@pytest.mark.parametrize("names", [["汉服"], {"chinese": "汉服"}, {"zh": ""}, {"zh": 3}])
+def test_a_bad_names_field_says_what_it_must_be(make_source, names) -> None:
+    src = make_source([RED, GREEN])
+    (src / "outfits" / "o1" / "outfit.json").write_text(json.dumps({"names": names}))
+    err = _error(src)
+    assert err.path == src / "outfits" / "o1" / "outfit.json"
+    assert '"names" must map language codes to button labels, e.g. {"zh": "汉服"}' in str(err)
+
+
 def test_identical_face_overlays_are_stored_once(make_source, tmp_path: Path) -> None:
     manifest = build(make_source([RED, RED]), tmp_path / "out")
     a, b = manifest.outfits

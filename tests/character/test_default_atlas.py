@@ -28,9 +28,13 @@ def test_committed_default_atlas_is_rebuilt_byte_identically(tmp_path: Path) -> 
     assert (tmp_path / "atlas.png").read_bytes() == (DEFAULT_DIR / "atlas.png").read_bytes()
 
 
-def test_default_character_has_six_outfits_in_a_small_atlas() -> None:
+def test_default_character_has_eight_outfits_labelled_in_english_and_chinese_in_a_small_atlas() -> None:
     manifest = Manifest.load(DEFAULT_DIR)
-    assert {"hoodie", "red_dress", "school", "space", "pyjamas", "formal"} <= {o.id for o in manifest.outfits}
+    assert {o.id: (o.name, o.names) for o in manifest.outfits} == {
+        "hoodie": ("Hoodie", {"zh": "卫衣"}), "red_dress": ("Red dress", {"zh": "红裙子"}),
+        "school": ("School uniform", {"zh": "校服"}), "space": ("Space suit", {"zh": "宇航服"}),
+        "pyjamas": ("Pyjamas", {"zh": "睡衣"}), "formal": ("Formal", {"zh": "礼服"}),
+        "hanfu": ("Hanfu", {"zh": "古风汉服"}), "cyberpunk": ("Cyberpunk", {"zh": "赛博朋克"})}
     assert max(manifest.size) <= 2048
     assert len({o.rect for o in manifest.outfits}) == len(manifest.outfits)
 

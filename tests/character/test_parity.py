@@ -18,7 +18,7 @@ MAX_DIFF = 6
 MEAN_DIFF = 0.2
 
 STATES = [
-    *(FrameState(o) for o in ("hoodie", "red_dress", "school", "space", "pyjamas", "formal")),
+    *(FrameState(o) for o in ("hoodie", "red_dress", "school", "space", "pyjamas", "formal", "hanfu", "cyberpunk")),
     FrameState("school", mouth=1.0, blink=1.0),
     FrameState("formal", mouth=0.4, blink=0.7),
     FrameState("pyjamas", previous="space", progress=0.5),

@@ -85,12 +85,12 @@ def test_stella_outfits_add_builds_the_users_atlas_and_the_app_chooses_it(tmp_pa
 
     built = stella("outfits", "build", data_home=data_home)
     assert built.returncode == 0, built.stderr
-    assert "6 outfits" in built.stdout and (folders.source / "outfits" / "hoodie" / "outfit.png").is_file()
+    assert "8 outfits" in built.stdout and (folders.source / "outfits" / "hoodie" / "outfit.png").is_file()
     assert [o.id for o in choose_atlas(folders=folders).manifest.outfits] == BUILT_IN
 
     added = stella("outfits", "add", "cape", "--layers", str(layers), "--name", "Teal cape", data_home=data_home)
     assert added.returncode == 0, added.stderr
-    assert "added 'cape': 7 outfits" in added.stdout and str(folders.atlas) in added.stdout
+    assert "added 'cape': 9 outfits" in added.stdout and str(folders.atlas) in added.stdout
 
     choice = choose_atlas(folders=folders)
     assert choice.user and choice.folder == folders.atlas and not choice.problem
@@ -102,7 +102,7 @@ def test_stella_outfits_add_builds_the_users_atlas_and_the_app_chooses_it(tmp_pa
     listed = stella("outfits", "list", data_home=data_home)
     assert listed.returncode == 0, listed.stderr
     assert f"yours, {folders.atlas}" in listed.stdout
-    assert [line.split()[-1] for line in listed.stdout.splitlines()[1:]] == ["built-in"] * 6 + ["yours"]
+    assert [line.split()[-1] for line in listed.stdout.splitlines()[1:]] == ["built-in"] * len(BUILT_IN) + ["yours"]
     assert {p: p.read_bytes() for p in DEFAULT_DIR.iterdir()} == before
 
     reset = stella("outfits", "reset", data_home=data_home)

@@ -24,7 +24,7 @@ from tests.desktop.polling import wait_for
 from tests.desktop.processes import alive, descendants
 
 
-def ready(outfits: int = 6) -> str:
+def ready(outfits: int = 8) -> str:
     """The page is up: the outfits listed with their thumbnails, the character drawn once with WebGL2, the server
     reached."""
     return (f"document.querySelectorAll('.outfit').length === {outfits} && document.body.dataset.character === "
@@ -32,7 +32,7 @@ def ready(outfits: int = 6) -> str:
             "[...document.querySelectorAll('.outfit img')].every((i) => i.complete && i.naturalWidth > 0)")
 
 
-READY = ready()  # the built-in atlas's six outfits
+READY = ready()  # the built-in atlas's eight outfits
 OUTFIT_IDS = "[...document.querySelectorAll('.outfit')].map((b) => b.dataset.outfit)"
 
 

@@ -21,7 +21,7 @@ from tests.desktop.polling import wait_for
 
 pytestmark = [pytest.mark.llama, pytest.mark.keyring, pytest.mark.display]
 
-BUILT_IN = ["hoodie", "red_dress", "school", "space", "pyjamas", "formal"]
+BUILT_IN = ["hoodie", "red_dress", "school", "space", "pyjamas", "formal", "hanfu", "cyberpunk"]
 TOASTS = "[...document.querySelectorAll('#toasts .toast[data-kind=error] p')].map((p) => p.textContent).join(' | ')"
 
 
@@ -43,7 +43,7 @@ def test_an_outfit_you_add_is_in_the_outfit_bar_after_a_restart_and_she_wears_it
                             "--name", "Teal cape"], env=env, capture_output=True, text=True, timeout=300)
     assert added.returncode == 0, added.stderr
 
-    with stella(xvfb.display, gateway.url, store, env, outfits=7) as window:
+    with stella(xvfb.display, gateway.url, store, env, outfits=9) as window:
         assert window.page.eval(OUTFIT_IDS) == [*BUILT_IN, "cape"]
         assert window.page.eval("document.querySelector('.outfit[data-outfit=cape] span').textContent") == "Teal cape"
         button = window.look('.outfit[data-outfit="cape"]')

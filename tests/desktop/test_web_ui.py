@@ -12,6 +12,7 @@ import pytest
 from tests.desktop.conftest import Engine, run_engine
 from tests.desktop.gateway import Gateway
 from tests.desktop.network import Network
+from tests.desktop.page_texts import PAGE_TEXTS, english_left
 from tests.desktop.polling import wait_for
 from tests.store.files import snapshot
 
@@ -180,6 +181,55 @@ def test_settings_are_kept_and_bad_ones_refused_in_plain_words(page, engine: Eng
     assert form.locator("[name=tts_engine]").input_value() == "espeak"
     assert form.locator("[name=server_url]").input_value() == engine.supervisor.command[
         engine.supervisor.command.index("--server") + 1]
+
+
+def test_set_to_chinese_the_window_reads_in_chinese_keeps_it_and_goes_back(page, engine: Engine, assets: str) -> None:
+    open_ui(page, engine, assets)
+    labels = page.locator(".outfit span")
+    assert labels.all_inner_texts() == ["Hoodie", "Red dress", "School uniform", "Space suit", "Pyjamas", "Formal",
+                                        "Hanfu", "Cyberpunk"]
+    page.click("#open-settings")
+    form = page.locator("#settings-form")
+    until(page, "document.querySelector('[name=server_url]').value.startsWith('http://127.0.0.1')")
+    language = form.locator("[name=language]")
+    assert language.input_value() == "en" and page.locator("#settings label.language").inner_text().startswith(
+        "Language / 语言")
+    assert language.locator("option").all_inner_texts() == ["English", "中文"]
+    language.select_option("zh")
+    page.click("#settings-form button[type=submit]")
+    page.wait_for_selector("#settings-note >> text=已保存 ✓")
+
+    assert page.evaluate("document.documentElement.lang") == "zh-CN"
+    assert page.locator("#settings h2").inner_text() == "设置"
+    assert page.locator("#state .label").inner_text() == "空闲"
+    assert page.locator("#link .label").inner_text() == "在线 · WebSocket"
+    assert labels.all_inner_texts() == ["卫衣", "红裙子", "校服", "宇航服", "睡衣", "礼服", "古风汉服", "赛博朋克"]
+    assert page.locator("#pairing-status").inner_text() in ("这台设备已与服务器配对。", page.evaluate(
+        "async () => (await import('/desktop/web/strings.js')).STRINGS.zh['settings.not_paired']"))
+    left = english_left(page.evaluate(PAGE_TEXTS))
+    assert not left, "English left in the Chinese window:\n" + "\n".join(left)
+
+    page.click("#close-settings")
+    page.fill("#message", "换上汉服")  # her outfits answer to their Chinese names, the buttons show them
+    page.press("#message", "Enter")
+    page.wait_for_selector('.outfit[data-outfit="hanfu"][aria-pressed="true"]', timeout=10_000)
+    assert page.get_attribute('.outfit[data-outfit="hanfu"]', "title") == "古风汉服"
+
+    page.reload()  # the engine kept the language: the window opens in Chinese
+    open_ui(page, engine, assets)
+    until(page, "document.documentElement.lang === 'zh-CN'")
+    assert page.get_attribute("#message", "placeholder") == "输入消息…"
+    assert page.locator("#state .label").inner_text() == "空闲"
+
+    page.click("#open-settings")
+    until(page, "document.querySelector('[name=language]').value === 'zh'")
+    form.locator("[name=language]").select_option("en")
+    page.click("#settings-form button[type=submit]")
+    page.wait_for_selector("#settings-note >> text=Saved ✓")
+    assert page.evaluate("document.documentElement.lang") == "en"
+    assert page.locator("#state .label").inner_text() == "Idle"
+    assert labels.all_inner_texts()[-2:] == ["Hanfu", "Cyberpunk"]
+    assert page.get_attribute("#message", "placeholder") == "Type a message…"
 
 
 def test_the_embedded_defaults_model_is_offered_with_what_each_is_like(page, engine: Engine, assets: str) -> None:

@@ -67,7 +67,8 @@ def test_the_window_shows_stella_and_a_real_click_changes_her_outfit_within_a_fr
         Image.fromarray(shot).save(tmp_path / "window.png")
         print(f"screenshot: {tmp_path / 'window.png'}")
         assert screen.shown_outfit(window.look("#character", shot)) == "hoodie"
-        assert window.page.eval(OUTFIT_IDS) == ["hoodie", "red_dress", "school", "space", "pyjamas", "formal"]
+        assert window.page.eval(OUTFIT_IDS) == ["hoodie", "red_dress", "school", "space", "pyjamas", "formal", "hanfu",
+                                                "cyberpunk"]
         assert window.outfits_shown(shot), "an outfit button is not drawn"
 
         before = screen.outfit_distances(window.look("#character", shot))

@@ -49,6 +49,11 @@ PHRASINGS = {
                 "Get into your pajamas, it's late.", "Could you slip into your pyjamas?"],
     "formal": ["Wear something formal.", "Put on your formal outfit.", "Change into the formal outfit.",
                "Switch to formal.", "I'd like to see you in the formal outfit.", "Dress up in your formal clothes."],
+    "hanfu": ["Wear your hanfu.", "Put on the hanfu, please.", "Change into your hanfu.", "Switch to the hanfu.",
+              "I'd love to see you in your hanfu.", "Dress up for the lantern festival."],
+    "cyberpunk": ["Wear the cyberpunk outfit.", "Put on your cyberpunk jacket.", "Switch to cyberpunk.",
+                  "Change into your cyberpunk clothes.", "Could you get into the cyberpunk outfit?",
+                  "Get ready for a night out in the neon city."],
 }
 
 
@@ -238,7 +243,9 @@ def test_a_clock_question_is_answered_without_the_model_and_spoken_like_a_reply(
 @pytest.mark.parametrize("phrase, outfit", [
     ("请换上宇航服。", "space"), ("小星，穿上你的睡衣吧", "pyjamas"), ("换成校服", "school"),
     ("换上红裙子！", "red_dress"), ("穿上礼服", "formal"), ("换卫衣", "hoodie"), ("别穿红裙子", None),
-    ("我穿上睡衣了", None), ("你喜欢宇航服吗？", None), ("换上礼服或者睡衣", None)])
+    ("我穿上睡衣了", None), ("你喜欢宇航服吗？", None), ("换上礼服或者睡衣", None),
+    ("换上汉服", "hanfu"), ("小星，穿上你的古风汉服吧", "hanfu"), ("换成赛博朋克", "cyberpunk"),
+    ("换上赛博朋克！", "cyberpunk"), ("别穿汉服", None)])
 def test_a_mandarin_outfit_request_names_the_outfit_by_its_chinese_name(phrase, outfit):
     assert INTENTS.parse(phrase) == (Wear(outfit) if outfit else None)
 
