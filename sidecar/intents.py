@@ -16,7 +16,9 @@
 * the time, the date, the day of the week — the whole utterance asks for it ("what's the time",
   "tell me the date", "what day is it today"), answered from the injected clock in the user's
   time zone (the computer's own, `TZ` honoured). A question that merely contains the words
-  ("what time did you wake up?", "what day do you like best?") goes to the model.
+  ("what time did you wake up?", "what day do you like best?") goes to the model;
+* forget — "forget that", "忘掉这个": she forgets the last exchange and the facts learned from it
+  (`Forget`, acted on by sidecar.reply; docs/memory.md).
 
 The model may change outfits too, but only by writing `[outfit: ID]` with a catalogue id
 (the system line lists them); `OutfitTags` (`sidecar.outfit_tags`) takes such tags out of the reply as it streams —
@@ -57,6 +59,11 @@ class Tell:
     """A question the machine answers itself; `text` is the reply, spoken like any other."""
 
     text: str
+
+
+@dataclass(frozen=True)
+class Forget(Tell):
+    """"Forget that": the last exchange and what she learned from it are forgotten; `text` says so."""
 
 
 Intent = Stop | Volume | Wear | Tell
@@ -108,6 +115,12 @@ _CLOCK = {
 }
 
 
+_FORGET = {"forget that", "forget it", "forget this", "forget what i just said", "forget what i said",
+           "forget i said that", "forget about that", "forget about it", "you can forget that"}
+_FORGET_ZH = re.compile(r"^(?:请|你)?(?:把(?:这个|它|刚才的话|刚才说的)?)?(?:忘掉|忘了|忘记|忘)(?:这个|它|吧|刚才说的|刚才的话|那个)?"
+                        r"(?:吧|了|好吗)?[。！!.]?$")
+
+
 def local_now() -> datetime:
     """Now, in the computer's time zone (the user's)."""
     return datetime.now().astimezone()
@@ -152,6 +165,10 @@ class Intents:
             return Volume(+1)
         if core in _SOFTER:
             return Volume(-1)
+        if core in _FORGET or " ".join(said) in _FORGET:
+            return Forget("Okay, I've forgotten that.")
+        if _FORGET_ZH.match(text.strip()) and "忘" in text:
+            return Forget("好的，我已经忘掉了。")
         if _WEAR.search(" ".join(said)):  # a dressing verb: its object decides (or nothing does)
             return self._clock(said) or self._outfit(" ".join(said))
         return self._clock(said) or self._dressing(" ".join(said)) or self._outfit_zh(text)
