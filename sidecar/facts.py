@@ -168,7 +168,7 @@ class Fact:
 
 def _said_en(f: Fact) -> str:
     who = "The user" if f.subject == "user" else f"The user's {f.subject}"
-    verbs = {"name": "is called {v}", "lives_in": "lives in {v}", "from": "is from {v}", "job": "'s job: {v}",
+    verbs = {"name": "is called {v}", "lives_in": "lives in {v}", "from": "is from {v}", "job": "works as {a} {v}",
              "works_at": "works at {v}", "age": "is {v} years old", "birthday": "has a birthday on {v}",
              "studies": "studies {v}", "likes": "likes {v}", "dislikes": "dislikes {v}", "has": "has {a} {v}",
              "speaks": "speaks {v}", "plays": "plays {v}", "allergic_to": "is allergic to {v}",
@@ -176,6 +176,8 @@ def _said_en(f: Fact) -> str:
     verb = verbs[f.relation].format(v=f.value, d=f.detail, a="an" if f.value[:1].lower() in "aeiou" else "a")
     if f.relation == "has" and f.value.endswith("s"):
         verb = f"has {f.value}"
+    if f.relation == "job" and " " in f.value and f.value not in _JOBS:  # "my job is teaching kids"
+        verb = f"'s job is {f.value}"
     return f"{who}{verb}." if verb.startswith("'") else f"{who} {verb}."
 
 

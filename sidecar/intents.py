@@ -117,8 +117,8 @@ _CLOCK = {
 
 _FORGET = {"forget that", "forget it", "forget this", "forget what i just said", "forget what i said",
            "forget i said that", "forget about that", "forget about it", "you can forget that"}
-_FORGET_ZH = re.compile(r"^(?:请|你)?(?:把(?:这个|它|刚才的话|刚才说的)?)?(?:忘掉|忘了|忘记|忘)(?:这个|它|吧|刚才说的|刚才的话|那个)?"
-                        r"(?:吧|了|好吗)?[。！!.]?$")
+_FORGET_ZH = re.compile(r"^(?:请|你)?(?:把(?:这个|它|刚才的话|刚才说的)?)?(?:忘掉|忘了|忘记|忘)"
+                        r"(?:这个|它|吧|刚才说的|刚才的话|那个)?(?:吧|了|好吗)?[。！!.]?$")
 
 
 def local_now() -> datetime:

@@ -20,6 +20,7 @@ _STOP = {"the", "and", "you", "your", "yours", "are", "was", "were", "did", "doe
          "they", "them", "their", "then", "than", "also", "too", "very", "much", "more", "okay", "yes", "yeah",
          "hey", "hello", "say", "said", "think", "thing", "things", "something", "anything", "like", "our"}
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]+")
+_CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
 _CJK_COMMON = {"我的", "你的", "一下", "是不", "不是", "知道", "记得", "告诉", "你知", "道我", "得我", "诉我", "我们",
                "是什", "一个", "这个", "那个", "吗我"}
 
@@ -49,10 +50,16 @@ def within(sentences: Iterable[str], budget_tokens: int) -> list[str]:
     """The first sentences that fit in `budget_tokens` of prompt, in order."""
     kept: list[str] = []
     for sentence in sentences:
-        cost = len(sentence) // 3 + 1  # in the one message they share: text only, no template per sentence
+        cost = tokens_of(sentence)
         if cost > budget_tokens:
             break
         kept.append(sentence)
         budget_tokens -= cost
     return kept
 
+
+def tokens_of(sentence: str) -> int:
+    """A sentence's tokens inside the one message the facts share (no template of its own): a Chinese character
+    is about a token, other text three characters a token (sidecar.conversation)."""
+    chinese = len(_CJK_CHAR.findall(sentence))
+    return chinese + (len(sentence) - chinese) // 3 + 1
