@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from remote_api.credentials import Credentials
-from sidecar.channel_messages import History, Turn
+from sidecar.channel_messages import History, Memory, Remembered, Turn
 from sidecar.conversation import Exchange
 from sidecar.facts import facts_in
 from sidecar.recall import query_of, within
@@ -122,6 +122,17 @@ class EngineStore:
         """The last turns, as the transcript shows them (what the user heard of an interrupted reply)."""
         turns = [] if self._store is None else self._store.history(HISTORY_SHOWN)
         return History(tuple(Turn(t.role, t.as_heard, t.interrupted) for t in turns))
+
+    def memory_event(self) -> Memory:
+        """What she remembers, each fact with the user's words it came from and when."""
+        facts = [] if self._store is None else self._store.facts()
+        return Memory(tuple(Remembered(f.id, f.said, f.source or "", f.created_at_ms) for f in facts))
+
+    def forget(self, fact_id: int | None) -> int:
+        """Forget one fact (all when None) and the exchanges that mention it; how many facts."""
+        if self._store is None:
+            return 0
+        return self._store.forget_facts(None if fact_id is None else [fact_id])
 
     def close(self) -> None:
         if self._store is not None:

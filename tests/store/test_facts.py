@@ -7,7 +7,6 @@ import pytest
 
 from sidecar.conversation import Exchange
 from sidecar.engine.stored import StoreHistory, StoreMemory
-from sidecar.facts import facts_in
 from sidecar.recall import query_of
 from sidecar.store import Store
 
