@@ -20,11 +20,12 @@ line ("The user's name is Arjun."): it stays when the exchange that said it leav
 a small model told whose name it is stops answering "I'm Arjun" (`user_name`).
 
 With a `Memory` (the encrypted store's facts about the user, sidecar.engine.stored), what she
-knows of the user comes in two parts, both kept out of the cached prefix's way: the newest facts
-within `chat.memory_tokens` in the system line (they change only when she learns something, and the
-prefix is warmed again after each exchange anyway), and the older facts this turn's words bring to
-mind (`Memory.recall`, within `chat.recall_tokens`) in a system message just before the user's
-words, where they cost only the tokens they add.
+knows of the user comes in two system messages after the history, never in the system line: a
+fact learned there would change the prefix's first message and make llama-server evaluate the whole
+prefix again. The newest facts within `chat.memory_tokens` end the prefix, so they are evaluated
+when the prefix is warmed after each exchange, before the user speaks again; the older facts this
+turn's words bring to mind (`Memory.recall`, within `chat.recall_tokens`) come just before the
+user's words, the only memory tokens evaluated after the user has spoken.
 """
 
 from __future__ import annotations
@@ -163,8 +164,6 @@ class Conversation:
                 f"when they tell you their name, it is theirs, not yours. {p.speaking_style}")
         if self.user_name:
             line += f" The user's name is {self.user_name}."
-        if known := self._known():
-            line += f" What you know about the user: {' '.join(known)}"
         return f"{line} {tag_instruction(self.outfits)}" if self.outfits else line
 
     def messages(self, user_text: str) -> list[dict[str, str]]:
@@ -173,7 +172,7 @@ class Conversation:
         recalled = ([] if self.memory is None or self.chat.recall_tokens == 0 else
                     self.memory.recall(user_text, self.chat.recall_tokens, self._known()))
         if recalled:
-            prefix.append({"role": "system", "content": f"You remember: {' '.join(recalled)}"})
+            prefix.append({"role": "system", "content": f"You also remember: {' '.join(recalled)}"})
         return [*prefix, {"role": "user", "content": user_text}]
 
     def _known(self) -> list[str]:
@@ -182,13 +181,15 @@ class Conversation:
         return self.memory.known(self.chat.memory_tokens)
 
     def prefix(self) -> list[dict[str, str]]:
-        """Persona, example and kept history: what every next turn starts with."""
+        """Persona, example, kept history and what she knows of the user: what every next turn starts with."""
         messages = [{"role": "system", "content": self.system_line()},
                     {"role": "user", "content": "Hello, who are you?"},
                     {"role": "assistant", "content": self.persona.greeting}]
         for exchange in self.keep(self.history.recent(64)):
             messages += [{"role": "user", "content": exchange.user},
                          {"role": "assistant", "content": exchange.said}]
+        if known := self._known():
+            messages.append({"role": "system", "content": f"What you know about the user: {' '.join(known)}"})
         return messages
 
     def keep(self, recent: list[Exchange]) -> list[Exchange]:

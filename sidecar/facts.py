@@ -228,6 +228,8 @@ def _en_clause(clause: str) -> list[Fact]:
     for relation, pattern in _EN_RULES:
         for m in pattern.finditer(clause):
             value = _TRAILING.sub("", m["value"].strip()).strip()
+            if relation == "job":  # "a nurse at the city hospital": the job, not where
+                value = re.split(r"\s+(?:at|in|for|with|from)\s+", value)[0]
             if not value or value.lower() in ("it", "that", "this", "you", "him", "her", "them", "to"):
                 continue
             subject = "user" if m["me"] else _kin(m["kin"])

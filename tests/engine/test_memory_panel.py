@@ -34,7 +34,7 @@ def test_the_panel_lists_each_fact_with_its_source_and_forgets_one_then_all(home
             assert [f["said"] for f in facts] == ["The user's sister is called Lena.",
                                                   "The user's sister lives in Lisbon.", "The user works as a nurse."]
             assert facts[1]["source"] == "My sister Lena lives in Lisbon." and facts[1]["when_ms"] > 0
-            assert "Lisbon" in engine.app.conversation.system_line()  # she knows it
+            assert "Lisbon" in str(engine.app.conversation.prefix())  # she knows it
 
             await page.send({"cmd": "memory", "action": "forget", "id": facts[1]["id"]})
             for window in (page, other):  # every page hears what is left, and the history without the exchange

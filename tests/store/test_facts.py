@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from sidecar.conversation import Exchange
+from sidecar.config import ChatConfig, PersonaConfig
+from sidecar.conversation import Conversation, Exchange
 from sidecar.engine.stored import StoreHistory, StoreMemory
 from sidecar.recall import query_of
 from sidecar.store import Store
@@ -96,3 +97,28 @@ def test_forget_that_forgets_the_last_exchange_and_its_facts(db_path, raw_key):
         assert StoreMemory(store).forget_last() == 0  # no facts in it, but the exchange goes
         assert history.recent(10)[-1] == Exchange(*TOLD[-2])
     assert traces(db_path, raw_key, "green", "Green like") == []
+
+
+def test_what_she_knows_follows_the_history_so_the_cached_prefix_stays_put(db_path, raw_key):
+    with Store.open(db_path, raw_key) as store:
+        conversation = Conversation(PersonaConfig(), ChatConfig(memory_tokens=20, recall_tokens=80))
+        conversation.remember_in(StoreHistory(store), StoreMemory(store))
+        for user, reply in TOLD:
+            before = conversation.prefix()
+            conversation.record(user, reply)
+            after = conversation.prefix()
+            # a new fact changes only what follows the history: the cached prefix before it stays as it was
+            assert without_known(after)[:len(without_known(before))] == without_known(before)
+        *_, known = conversation.prefix()
+        assert known == {"role": "system", "content": "What you know about the user: 用户有猫。 用户的猫叫咪咪。"}
+        messages = conversation.messages("Where does my sister live?")
+        assert messages[-2] == {"role": "system", "content": "You also remember: The user's sister lives in Lisbon. "
+                                                             "The user's sister is called Lena."}
+        assert messages[:-2] == conversation.prefix()
+        off = Conversation(PersonaConfig(), ChatConfig(memory_tokens=0, recall_tokens=0))
+        off.remember_in(StoreHistory(store), StoreMemory(store))
+        assert "Lisbon" not in str(off.messages("Where does my sister live?")[-2:])
+
+
+def without_known(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    return messages[:-1] if messages[-1]["content"].startswith("What you know about the user") else messages
