@@ -22,7 +22,8 @@ def test_the_memory_panel_shows_what_she_remembers_and_forgets_it(page, engine: 
 
     page.click("#open-memory")
     page.wait_for_selector("#memory-list li[data-fact] >> text=The user's sister lives in Lisbon.")
-    item = page.locator("#memory-list li[data-fact]", has_text="lives in Lisbon")
+    item = page.locator("#memory-list li[data-fact]").filter(
+        has=page.locator(".fact", has_text="The user's sister lives in Lisbon."))
     assert "You said “My sister Lena lives in Lisbon.” on" in item.locator(".source").inner_text()
     assert page.locator("#memory-list li[data-fact]").count() == 3  # Lena's name, where she lives, the job
 
