@@ -1,6 +1,6 @@
-"""`stella`: the desktop app's single entry point — the app, its models, your own outfits, the self-test, and
-the programs that come with it (the server, the terminal chat, the headless voice loop), so the bundle's one
-executable runs them all. `stella --help` lists every command, one line each."""
+"""`stella`: the desktop app's single entry point — the app, its models, your own outfits, her memory of you, the
+self-test, and the programs that come with it (the server, the terminal chat, the headless voice loop), so the
+bundle's one executable runs them all. `stella --help` lists every command, one line each."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from atlas import wardrobe
-from desktop import webview_backend
+from desktop import memory_cli, webview_backend
 from remote_api.shared.logs import setup_logging
 from remote_api.shared.models import cli as models_cli
 
@@ -56,6 +56,7 @@ def parser() -> argparse.ArgumentParser:
     run.set_defaults(func=_run)
     models_cli.add_parser(sub)
     wardrobe.add_parser(sub)
+    memory_cli.add_parser(sub)
     for name, (_, text) in PROGRAMS.items():
         sub.add_parser(name, help=text, add_help=False)  # listed here; run by `main` before parsing
     return p

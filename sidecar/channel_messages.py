@@ -118,6 +118,24 @@ class History(AppEvent):
 
 
 @dataclass(frozen=True)
+class Remembered:
+    """One fact she remembers: the sentence, the user's words it came from ("" once those were forgotten), when."""
+
+    id: int
+    said: str
+    source: str
+    when_ms: int
+
+
+@dataclass(frozen=True)
+class Memory(AppEvent):
+    """engine/stored.py: the facts she remembers about the user, each with where it came from."""
+
+    type: ClassVar[str] = "memory"
+    facts: tuple[Remembered, ...]
+
+
+@dataclass(frozen=True)
 class StoreState(AppEvent):
     """engine/unlock.py: the encrypted store (opening, open, off) and how it was unlocked."""
 
@@ -153,8 +171,8 @@ def bad_command(message: str) -> Error:
     return Error("bad_command", message)
 
 
-EVENT_TYPES: tuple[type[AppEvent], ...] = (Hello, State, Outfit, Link, Voice, Settings, History, StoreState,
-                                           StoreLocked, Error)
+EVENT_TYPES: tuple[type[AppEvent], ...] = (Hello, State, Outfit, Link, Voice, Settings, History, Memory,
+                                           StoreState, StoreLocked, Error)
 
 
 # --- commands: window -> engine ----------------------------------------------------------
@@ -250,8 +268,21 @@ class Unlock(Command):
             raise BadCommand(f"unlocking with a passphrase needs the passphrase; send {usage(Unlock)}")
 
 
+@dataclass(frozen=True)
+class MemoryCmd(Command):
+    """what she remembers: list it, forget one fact (id), or forget all"""
+
+    cmd: ClassVar[str] = "memory"
+    action: Literal["list", "forget", "forget_all"]
+    id: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.action == "forget" and self.id is None:
+            raise BadCommand(f"forgetting one fact needs its id (from the memory event); send {usage(MemoryCmd)}")
+
+
 COMMAND_TYPES: tuple[type[Command], ...] = (Text, PttStart, PttStop, Cancel, WearOutfit, SettingsCmd, Enrol, Pair,
-                                            Frames, Unlock)
+                                            Frames, Unlock, MemoryCmd)
 BY_NAME: dict[str, type[Command]] = {c.cmd: c for c in COMMAND_TYPES}
 
 

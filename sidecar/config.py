@@ -340,6 +340,10 @@ class ChatConfig:
     repeat_penalty: float = 1.1
     dry_multiplier: float = 0.8
     history_tokens: int = 600  # the history kept in the prompt, oldest turns dropped first
+    # What she remembers of the user (sidecar.conversation, docs/memory.md): the newest facts in the system
+    # line, and the older ones a turn's words bring to mind just before them. 0 turns either off.
+    memory_tokens: int = 160
+    recall_tokens: int = 80
     reply_timeout_s: float = 30.0  # give up on a reply that has not finished by then
     # Ask for the reply at a pause, before the hang-over confirms the turn's end (sidecar/reply.py);
     # a wrong guess is cancelled. False: only warm the likely turn's prompt.
@@ -352,6 +356,9 @@ class ChatConfig:
             raise ValueError(f"chat setting 'temperature' must be 0-2, got {self.temperature}")
         if not 1 <= self.repeat_penalty <= 2:
             raise ValueError(f"chat setting 'repeat_penalty' must be 1 (off) to 2, got {self.repeat_penalty}")
+        for name in ("memory_tokens", "recall_tokens"):
+            if not 0 <= getattr(self, name) <= 1000:
+                raise ValueError(f"chat setting {name!r} must be 0 (off) to 1000 tokens, got {getattr(self, name)}")
         if not 0 <= self.dry_multiplier <= 5:
             raise ValueError(f"chat setting 'dry_multiplier' must be 0 (off) to 5, got {self.dry_multiplier}")
 

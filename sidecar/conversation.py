@@ -21,6 +21,14 @@ persona are Chinese (her name 小星): a small model answers in the language of 
 The user's name, once they say it ("My name is Arjun", "I'm Priya", "我叫小明"), goes in the system
 line ("The user's name is Arjun."): it stays when the exchange that said it leaves the history, and
 a small model told whose name it is stops answering "I'm Arjun" (`user_name`).
+
+With a `Memory` (the encrypted store's facts about the user, sidecar.engine.stored), what she
+knows of the user comes in two system messages after the history, never in the system line: a
+fact learned there would change the prefix's first message and make llama-server evaluate the whole
+prefix again. The newest facts within `chat.memory_tokens` end the prefix, so they are evaluated
+when the prefix is warmed after each exchange, before the user speaks again; the older facts this
+turn's words bring to mind (`Memory.recall`, within `chat.recall_tokens`) come just before the
+user's words, the only memory tokens evaluated after the user has spoken.
 """
 
 from __future__ import annotations
@@ -95,6 +103,22 @@ class MemoryHistory:
         self._exchanges.append(exchange)
 
 
+class Memory(Protocol):
+    """What she remembers of the user beyond the history (sidecar.engine.stored.StoreMemory)."""
+
+    def known(self, budget_tokens: int) -> list[str]:
+        """The newest facts within the budget, as sentences, oldest first: the system line's."""
+        ...
+
+    def recall(self, text: str, budget_tokens: int, known: list[str]) -> list[str]:
+        """The facts `text` brings to mind that are not in `known`, within the budget."""
+        ...
+
+    def forget_last(self) -> int:
+        """Forget the last exchange and what was learned from it ("forget that"); how many facts."""
+        ...
+
+
 def estimate_tokens(text: str) -> int:
     """The prompt tokens one message holding `text` costs, on the safe side."""
     return len(text) // CHARS_PER_TOKEN + MESSAGE_TOKENS
@@ -102,11 +126,12 @@ def estimate_tokens(text: str) -> int:
 
 class Conversation:
     def __init__(self, persona: PersonaConfig, chat: ChatConfig, history: History | None = None,
-                 outfits: Sequence[Outfit] = (), language: str = "en") -> None:
+                 outfits: Sequence[Outfit] = (), language: str = "en", memory: Memory | None = None) -> None:
         self.base_persona = persona  # as configured; `persona` is it in the conversation's language
         self.language = language
         self.chat = chat
         self.history = history if history is not None else MemoryHistory()
+        self.memory = memory
         self.outfits = tuple(outfits)
         self._anchor: Exchange | None = None  # the oldest exchange in the prompt, kept until it must go
         self.user_name = self._named_in(self.history)  # as the user last gave it (`user_name`)
@@ -115,10 +140,24 @@ class Conversation:
     def persona(self) -> PersonaConfig:
         return self.base_persona.spoken_in(self.language)
 
-    def remember_in(self, history: History) -> None:
-        """Keep the history there from now on (the encrypted store, once it is open)."""
+    def remember_in(self, history: History, memory: Memory | None = None) -> None:
+        """Keep the history there from now on (the encrypted store, once it is open), and remember with `memory`."""
         self.history = history
+        self.memory = memory
         self.user_name = self._named_in(history) or self.user_name
+
+    def forget_last(self) -> int:
+        """"Forget that": the last exchange and the facts learned from it are forgotten; how many facts."""
+        if self.memory is None:
+            return 0
+        forgotten = self.memory.forget_last()
+        self.forgotten()
+        return forgotten
+
+    def forgotten(self) -> None:
+        """Facts and exchanges were forgotten (here, in the window or by `stella memory`): what was said then
+        is no longer known."""
+        self.user_name = self._named_in(self.history)
 
     @staticmethod
     def _named_in(history: History) -> str | None:
@@ -143,16 +182,28 @@ class Conversation:
 
     def messages(self, user_text: str) -> list[dict[str, str]]:
         """The chat messages for answering `user_text` now."""
-        return [*self.prefix(), {"role": "user", "content": user_text}]
+        prefix = self.prefix()
+        recalled = ([] if self.memory is None or self.chat.recall_tokens == 0 else
+                    self.memory.recall(user_text, self.chat.recall_tokens, self._known()))
+        if recalled:
+            prefix.append({"role": "system", "content": f"You also remember: {' '.join(recalled)}"})
+        return [*prefix, {"role": "user", "content": user_text}]
+
+    def _known(self) -> list[str]:
+        if self.memory is None or self.chat.memory_tokens == 0:
+            return []
+        return self.memory.known(self.chat.memory_tokens)
 
     def prefix(self) -> list[dict[str, str]]:
-        """Persona, example and kept history: what every next turn starts with."""
+        """Persona, example, kept history and what she knows of the user: what every next turn starts with."""
         messages = [{"role": "system", "content": self.system_line()},
                     {"role": "user", "content": "你好，你是谁？" if self.language == "zh" else "Hello, who are you?"},
                     {"role": "assistant", "content": self.persona.greeting}]
         for exchange in self.keep(self.history.recent(64)):
             messages += [{"role": "user", "content": exchange.user},
                          {"role": "assistant", "content": exchange.said}]
+        if known := self._known():
+            messages.append({"role": "system", "content": f"What you know about the user: {' '.join(known)}"})
         return messages
 
     def keep(self, recent: list[Exchange]) -> list[Exchange]:

@@ -16,7 +16,9 @@
 * the time, the date, the day of the week — the whole utterance asks for it ("what's the time",
   "tell me the date", "what day is it today"), answered from the injected clock in the user's
   time zone (the computer's own, `TZ` honoured). A question that merely contains the words
-  ("what time did you wake up?", "what day do you like best?") goes to the model.
+  ("what time did you wake up?", "what day do you like best?") goes to the model;
+* forget — "forget that", "忘掉这个": she forgets the last exchange and the facts learned from it
+  (`Forget`, acted on by sidecar.reply; docs/memory.md).
 
 In Mandarin the same, whole utterances, politeness and her name aside (请, 小星, 吧, 吗): stop (停,
 停下, 别说了, 闭嘴吧, 安静), volume (大声点, 小声一点, 声音大一点, 音量调低), the clock (几点了, 现在几点,
@@ -62,6 +64,11 @@ class Tell:
     """A question the machine answers itself; `text` is the reply, spoken like any other."""
 
     text: str
+
+
+@dataclass(frozen=True)
+class Forget(Tell):
+    """"Forget that": the last exchange and what she learned from it are forgotten; `text` says so."""
 
 
 Intent = Stop | Volume | Wear | Tell
@@ -142,6 +149,10 @@ _ZH_CLOCK = {
 _ZH_DIGITS = "零一二三四五六七八九"
 _HAN = re.compile(r"[\u3400-\u9fff]")
 _ZH_WEEKDAYS = ("星期一", "星期二", "星期三", "星期四", "星期五", "星期六", "星期日")
+_FORGET = {"forget that", "forget it", "forget this", "forget what i just said", "forget what i said",
+           "forget i said that", "forget about that", "forget about it", "you can forget that"}
+_FORGET_ZH = re.compile(r"^(?:请|你)?(?:把(?:这个|它|刚才的话|刚才说的)?)?(?:忘掉|忘了|忘记|忘)"
+                        r"(?:这个|它|吧|刚才说的|刚才的话|那个)?(?:吧|了|好吗)?[。！!.]?$")
 
 
 def local_now() -> datetime:
@@ -219,6 +230,10 @@ class Intents:
             return Volume(+1)
         if core in _SOFTER:
             return Volume(-1)
+        if core in _FORGET or " ".join(said) in _FORGET:
+            return Forget("Okay, I've forgotten that.")
+        if _FORGET_ZH.match(text.strip()) and "忘" in text:
+            return Forget("好的，我已经忘掉了。")
         if _WEAR.search(" ".join(said)):  # a dressing verb: its object decides (or nothing does)
             return self._clock(said) or self._outfit(" ".join(said))
         return self._clock(said) or self._dressing(" ".join(said)) or self._mandarin(text) or self._outfit_zh(text)

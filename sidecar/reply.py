@@ -20,7 +20,8 @@ so the slot and its cache are free for the real request. Without speculation the
 is only warmed (its prompt evaluated, no tokens).
 
 A turn that carries its own answer (a clock question, sidecar.intents) is not sent: its answer
-streams on as the reply's one token, so it is shown, spoken and recorded like a model's.
+streams on as the reply's one token, so it is shown, spoken and recorded like a model's. "Forget
+that" is one of them: the last exchange and its facts are forgotten before she says so.
 
 A reply whose outfit tags name only outfits the catalogue lacks is settled before its end: the
 model is asked again once for a catalogue id (nothing of that answer is said), then the closest
@@ -53,7 +54,7 @@ from sidecar.frames import (
     TokenFrame,
     UserTurnFrame,
 )
-from sidecar.intents import Intents
+from sidecar.intents import Forget, Intents
 from sidecar.outfit_tags import ASK_AGAIN, settle, strip_tags
 from sidecar.pipeline import Direction, Processor
 from sidecar.voice.sentences import sentences_of
@@ -230,6 +231,9 @@ class Reply(Processor):
         return "".join(answer)
 
     async def _answer_locally(self, user: UserTurnFrame, answer: str) -> None:
+        if isinstance(self._intents.parse(user.text), Forget):
+            forgotten = await asyncio.to_thread(self.conversation.forget_last)
+            log.info("turn %d: the last exchange was forgotten, with %d facts", user.turn, forgotten)
         if self.spoken:
             self._unheard[user.turn] = user.text
         await self.push(TokenFrame(turn=user.turn, index=0, text=answer))

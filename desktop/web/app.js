@@ -5,6 +5,7 @@
 import { CharacterRenderer, autoBlink, nextBlink } from './character.js';
 import { Channel, endpointFromHash } from './channel.js';
 import { applyStrings, language, onLanguage, setLanguage, show, showAsIs, showAttribute, t } from './strings.js';
+import { MemoryPanel } from './memory_panel.js';
 
 // The shell serves the user's own atlas as /atlas/user/ and says so in the URL (desktop/assets.py).
 const PAGE_OPTIONS = new URLSearchParams(location.hash.replace(/^#/, ''));
@@ -650,6 +651,7 @@ async function main() {
   const transcript = new Transcript($('transcript'));
   const link = new LinkPill($('link'));
   const settings = new SettingsPanel(channel, toasts);
+  const memory = new MemoryPanel(channel, toasts);
   const timeline = DEBUG_TIMELINE ? new TimelinePanel($('timeline-debug')) : null;
   const unlock = new UnlockDialog(channel);
   const view = new CharacterView($('character'), $('character-frames'), channel);
@@ -683,6 +685,7 @@ async function main() {
       view.requestFrames();
     },
     history: (e) => transcript.history(e.turns),
+    memory: (e) => memory.update(e.facts),
     settings: (e) => settings.update(e),
     outfit: (e) => {
       if (pendingOutfit && e.source === 'store') return;
@@ -778,7 +781,7 @@ async function main() {
   for (const type of ['pointerup', 'pointercancel']) ptt.addEventListener(type, () => talk(false));
   const typing = (target) => target.closest('input, select, textarea, button') !== null;
   document.addEventListener('keydown', (e) => {
-    if (e.code === 'Space' && !e.repeat && !typing(e.target) && !settings.isOpen) { e.preventDefault(); talk(true); }
+    if (e.code === 'Space' && !e.repeat && !typing(e.target) && !settings.isOpen && !memory.isOpen) { e.preventDefault(); talk(true); }
   });
   document.addEventListener('keyup', (e) => { if (e.code === 'Space' && held) talk(false); });
 

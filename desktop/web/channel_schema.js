@@ -15,6 +15,7 @@ export const EVENTS = new Map([
   ['interruption', ['reason', 't']],  // a pipeline frame (sidecar/frames.py)
   ['link', ['attempt', 'connected', 'detail', 'refused', 'retry_in', 'transport']],  // engine/link.py: the link to the gateway.
   ['listening', ['t', 'until']],  // a pipeline frame (sidecar/frames.py)
+  ['memory', ['facts']],  // engine/stored.py: the facts she remembers about the user, each with where it came from.
   ['mouth', ['level', 't']],  // a pipeline frame (sidecar/frames.py)
   ['outfit', ['id', 'source', 't']],  // engine/wardrobe.py: the outfit worn and who chose it. / a pipeline frame (sidecar/frames.py)
   ['playback', ['buffered_ms', 'heard', 'queued', 't', 'turn', 'written']],  // a pipeline frame (sidecar/frames.py)
@@ -45,6 +46,7 @@ export const COMMANDS = new Map([
   ['cancel', { required: [], optional: [] }],  // stop the reply
   ['enrol', { required: ['action'], optional: [] }],  // teach her the user's voice (three takes of the wake word), cancel that, or forget the voice
   ['frames', { required: ['height', 'width'], optional: [] }],  // stream the character as PNG frames (no WebGL); a size of 0 stops them
+  ['memory', { required: ['action'], optional: ['id'] }],  // what she remembers: list it, forget one fact (id), or forget all
   ['outfit', { required: ['id'], optional: [] }],  // wear this outfit (id)
   ['pair', { required: ['code'], optional: [] }],  // redeem a pairing code
   ['ptt_start', { required: [], optional: [] }],  // push-to-talk pressed

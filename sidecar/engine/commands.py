@@ -23,6 +23,7 @@ from sidecar.channel_messages import (
     Enrol,
     Error,
     Frames,
+    MemoryCmd,
     Pair,
     PttStart,
     PttStop,
@@ -92,6 +93,8 @@ class Commands:
                 return None
             case Unlock():
                 return await self.parts.unlock.answer(command)
+            case MemoryCmd(action=action, id=fact_id):
+                return await self.memory(ws, action, fact_id)
         raise TypeError(f"no handler for the command {command!r}")  # a class of COMMAND_TYPES left out above
 
     async def text(self, text: str) -> Error | None:
@@ -156,6 +159,22 @@ class Commands:
             return Error("no_enrolment", "Teaching her your voice works with her name's own model: choose "
                                          "Engine “Her name” and the phrase “hey stella” first, and save.")
         await sessions.pipeline.queue(EnrolFrame(start=action == "start"))
+        return None
+
+    async def memory(self, ws: ServerConnection, action: str, fact_id: int | None) -> Error | None:
+        """The Memory panel: what she remembers (to the asking page), or forgetting (every page hears the rest);
+        the prompt no longer holds what was forgotten from her next turn on."""
+        kept = self.parts.kept
+        if not kept.is_open:
+            return Error("no_store", "Stella remembers nothing this time: her encrypted store is not open.")
+        if action == "list":
+            self.parts.channel.send(await asyncio.to_thread(kept.memory_event), [ws])
+            return None
+        if await asyncio.to_thread(kept.forget, fact_id if action == "forget" else None) == 0 and action == "forget":
+            return bad_command(f"there is no fact {fact_id} to forget; it may have been forgotten already")
+        self.parts.sessions.conversation.forgotten()
+        self.parts.channel.send(await asyncio.to_thread(kept.memory_event))
+        self.parts.channel.send(await asyncio.to_thread(kept.history_event))
         return None
 
     async def pair(self, code: str) -> Error | None:

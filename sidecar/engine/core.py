@@ -30,7 +30,7 @@ from sidecar.engine.frame_stream import FrameStream
 from sidecar.engine.link import LinkKeeper
 from sidecar.engine.presence import Presence
 from sidecar.engine.settings import SettingsPanel
-from sidecar.engine.stored import EngineStore, StoreHistory
+from sidecar.engine.stored import EngineStore, StoreHistory, StoreMemory
 from sidecar.engine.unlock import StoreUnlock
 from sidecar.engine.voice_session import Sessions, sentence
 from sidecar.engine.wardrobe import Wardrobe
@@ -143,7 +143,7 @@ class App:
             log.error("%s", self._store_error)
             return
         saved = await asyncio.to_thread(self.kept.opened, store)
-        self.conversation.remember_in(StoreHistory(store))
+        self.conversation.remember_in(StoreHistory(store), StoreMemory(store))
         config = self.settings.restore(saved.settings, self.options.server, self.options.language)
         if config is not None:
             self.sessions.reconfigure(config, reload_voice=False)

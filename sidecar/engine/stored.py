@@ -1,4 +1,5 @@
-"""What the engine keeps in the encrypted store: the conversation, the settings, the pairing, the outfit."""
+"""What the engine keeps in the encrypted store: the conversation, the facts about the user, the settings, the
+pairing, the outfit."""
 
 from __future__ import annotations
 
@@ -6,15 +7,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from remote_api.credentials import Credentials
-from sidecar.channel_messages import History, Turn
+from sidecar.channel_messages import History, Memory, Remembered, Turn
 from sidecar.conversation import Exchange
+from sidecar.facts import facts_in
+from sidecar.recall import query_of, within
 from sidecar.store import DeviceCredentials, Store
 
 HISTORY_SHOWN = 50
 
 
 class StoreHistory:
-    """The conversation's history in the encrypted store (sidecar.conversation.History)."""
+    """The conversation's history in the encrypted store (sidecar.conversation.History); the facts about the
+    user in each exchange are kept beside it, with the turn they came from (sidecar.facts)."""
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -31,10 +35,33 @@ class StoreHistory:
         return exchanges[-limit:] if limit > 0 else []
 
     def append(self, exchange: Exchange) -> None:
-        self.store.append_turn("user", exchange.user)
+        turn = self.store.append_turn("user", exchange.user)
+        for fact in facts_in(exchange.user):
+            self.store.keep_fact(fact, turn.id)
         # an interrupted reply is kept as far as it was heard, and marked so
         self.store.append_turn("assistant", exchange.assistant,
                                heard_text=exchange.assistant if exchange.interrupted else None)
+
+
+class StoreMemory:
+    """What she remembers of the user, from the encrypted store (sidecar.conversation.Memory)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def known(self, budget_tokens: int) -> list[str]:
+        newest = [f.said for f in reversed(self.store.facts(limit=budget_tokens // 8 + 1))]
+        return within(newest, budget_tokens)[::-1]
+
+    def recall(self, text: str, budget_tokens: int, known: list[str]) -> list[str]:
+        query = query_of(text)
+        if query.empty:
+            return []
+        found = self.store.search_facts(query.match, query.contains, limit=8)
+        return within((f.said for f in found if f.said not in known), budget_tokens)
+
+    def forget_last(self) -> int:
+        return self.store.forget_last_exchange()
 
 
 @dataclass(frozen=True)
@@ -95,6 +122,17 @@ class EngineStore:
         """The last turns, as the transcript shows them (what the user heard of an interrupted reply)."""
         turns = [] if self._store is None else self._store.history(HISTORY_SHOWN)
         return History(tuple(Turn(t.role, t.as_heard, t.interrupted) for t in turns))
+
+    def memory_event(self) -> Memory:
+        """What she remembers, each fact with the user's words it came from and when."""
+        facts = [] if self._store is None else self._store.facts()
+        return Memory(tuple(Remembered(f.id, f.said, f.source or "", f.created_at_ms) for f in facts))
+
+    def forget(self, fact_id: int | None) -> int:
+        """Forget one fact (all when None) and the exchanges that mention it; how many facts."""
+        if self._store is None:
+            return 0
+        return self._store.forget_facts(None if fact_id is None else [fact_id])
 
     def close(self) -> None:
         if self._store is not None:

@@ -1,4 +1,4 @@
-"""The encrypted local store (SQLCipher): history, settings, outfit and device credentials.
+"""The encrypted local store (SQLCipher): history, facts about the user, settings, outfit and device credentials.
 
     with Store.open(config.path, config.key_source()) as store:
         store.append_turn("user", "hello")
@@ -7,10 +7,10 @@
 from .config import StoreConfig
 from .errors import DamagedDatabaseError, KeyringUnavailableError, NewerDatabaseError, StoreError, WrongKeyError
 from .keys import KeyringKey, KeySource, PassphraseKey, RawKey
-from .store import DeviceCredentials, Role, Store, Turn
+from .store import DeviceCredentials, KeptFact, Role, Store, Turn
 
 __all__ = [
-    "DamagedDatabaseError", "DeviceCredentials", "KeySource", "KeyringKey", "KeyringUnavailableError",
+    "DamagedDatabaseError", "DeviceCredentials", "KeptFact", "KeySource", "KeyringKey", "KeyringUnavailableError",
     "NewerDatabaseError", "PassphraseKey", "RawKey", "Role", "Store", "StoreConfig", "StoreError", "Turn",
     "WrongKeyError",
 ]

@@ -60,13 +60,15 @@ def open_connection(path: Path, key: RawKey | PassphraseKey, source: KeySource, 
 
 
 def configure(conn: Connection) -> None:
-    """WAL + FULL sync (see the module docstring); temp tables in memory so nothing spills to disk in clear."""
+    """WAL + FULL sync (see the module docstring); temp tables in memory so nothing spills to disk in clear;
+    deleted content zeroed."""
     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if mode != "wal":
         raise StoreError(f"the database could not switch to WAL journaling (it is in {mode!r} mode)")
     conn.execute("PRAGMA synchronous = FULL")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA secure_delete = ON")  # a forgotten fact's bytes are overwritten, not left in free pages
     conn.execute("PRAGMA busy_timeout = 5000")
 
 

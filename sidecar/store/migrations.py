@@ -45,6 +45,20 @@ MIGRATIONS: tuple[Migration, ...] = (
         " device_id TEXT NOT NULL,"
         " refresh_credential TEXT NOT NULL)",
     )),
+    Migration(3, "facts about the user and their full-text index", (
+        "CREATE TABLE facts ("
+        " id INTEGER PRIMARY KEY AUTOINCREMENT,"
+        " key TEXT NOT NULL UNIQUE,"  # sidecar.facts.Fact.key: a newer fact with the same key replaces this one
+        " subject TEXT NOT NULL,"
+        " relation TEXT NOT NULL,"
+        " value TEXT NOT NULL,"
+        " said TEXT NOT NULL,"  # the sentence she is told
+        " turn_id INTEGER REFERENCES turns(id) ON DELETE SET NULL,"  # the user's turn it came from
+        " created_at_ms INTEGER NOT NULL)",
+        # trigram: Chinese has no spaces to split words at; secure-delete: a forgotten fact's terms leave the index
+        "CREATE VIRTUAL TABLE facts_index USING fts5(said, keywords, tokenize = 'trigram')",
+        "INSERT INTO facts_index (facts_index, rank) VALUES ('secure-delete', 1)",
+    )),
 )
 LATEST_VERSION = MIGRATIONS[-1].version
 

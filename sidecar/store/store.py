@@ -1,7 +1,13 @@
-"""The encrypted local store: conversation history, settings, the selected outfit, device credentials.
+"""The encrypted local store: conversation history, facts about the user, settings, the selected outfit,
+device credentials.
 
 One SQLCipher file, one connection, every write its own transaction. Methods may be called from
 any thread (a lock serialises them), e.g. through `asyncio.to_thread`.
+
+Forgetting a fact leaves no trace of it: the fact, its row in the full-text index (FTS5 with
+secure-delete, then merged into one segment), every exchange of the history that mentions it, and
+the old page images in the write-ahead log (checkpointed and truncated); `secure_delete` overwrites
+what was freed.
 """
 
 from __future__ import annotations
@@ -10,13 +16,15 @@ import json
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 import sqlcipher3
+
+from sidecar.facts import Fact
 
 from . import db, migrations
 from .errors import DamagedDatabaseError, StoreError
@@ -53,6 +61,23 @@ class DeviceCredentials:
     gateway_url: str
     device_id: str
     refresh_credential: str = field(repr=False)
+
+
+@dataclass(frozen=True)
+class KeptFact:
+    """A fact in the store, and where it came from: the user's words (None once those were forgotten) and when."""
+
+    id: int
+    subject: str
+    relation: str
+    value: str
+    said: str
+    source: str | None
+    created_at_ms: int
+
+
+_FACT_COLUMNS = ("f.id, f.subject, f.relation, f.value, f.said, t.text, f.created_at_ms"
+                 " FROM facts f LEFT JOIN turns t ON t.id = f.turn_id")
 
 
 def now_ms() -> int:
@@ -150,6 +175,89 @@ class Store:
             ).fetchall()
         return [Turn(*row) for row in rows]
 
+    # facts about the user
+
+    def keep_fact(self, fact: Fact, turn_id: int | None, *, created_at_ms: int | None = None) -> KeptFact:
+        """Keep `fact`, learned from the user's turn `turn_id`; it replaces the fact with the same key."""
+        created = now_ms() if created_at_ms is None else created_at_ms
+        with self._write("save a fact to") as conn:
+            old = conn.execute("SELECT id FROM facts WHERE key = ?", (fact.key,)).fetchone()
+            if old is not None:
+                conn.execute("DELETE FROM facts WHERE id = ?", old)
+                conn.execute("DELETE FROM facts_index WHERE rowid = ?", old)
+            fact_id = conn.execute(
+                "INSERT INTO facts (key, subject, relation, value, said, turn_id, created_at_ms)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (fact.key, fact.subject, fact.relation, fact.value, fact.said, turn_id, created)).lastrowid
+            conn.execute("INSERT INTO facts_index (rowid, said, keywords) VALUES (?, ?, ?)",
+                         (fact_id, fact.said, fact.keywords))
+            row = conn.execute(f"SELECT {_FACT_COLUMNS} WHERE f.id = ?", (fact_id,)).fetchone()
+        return KeptFact(*row)
+
+    def facts(self, limit: int | None = None) -> list[KeptFact]:
+        """The newest `limit` facts (all when None), oldest first."""
+        with self._use("read the facts from") as conn:
+            rows = conn.execute(f"SELECT * FROM (SELECT {_FACT_COLUMNS} ORDER BY f.id DESC LIMIT ?) ORDER BY id",
+                                (-1 if limit is None else limit,)).fetchall()
+        return [KeptFact(*row) for row in rows]
+
+    def search_facts(self, match: str, contains: Sequence[str] = (), limit: int = 20) -> list[KeptFact]:
+        """Facts whose index matches the FTS5 query `match` (may be empty) or holds one of `contains`
+        (words shorter than a trigram, such as most Chinese words), best first."""
+        clauses, params = [], []
+        if match:
+            clauses.append("SELECT rowid, rank AS score FROM facts_index WHERE facts_index MATCH ?")
+            params.append(match)
+        for word in contains:
+            clauses.append("SELECT rowid, 0 AS score FROM facts_index WHERE said LIKE ? OR keywords LIKE ?")
+            params += [f"%{word}%"] * 2
+        if not clauses:
+            return []
+        with self._use("search the facts in") as conn:
+            rows = conn.execute(
+                f"SELECT {_FACT_COLUMNS} JOIN (SELECT rowid, min(score) AS best, count(*) AS hits FROM"
+                f" ({' UNION ALL '.join(clauses)}) GROUP BY rowid) m ON m.rowid = f.id"
+                " ORDER BY m.hits DESC, m.best, f.id DESC LIMIT ?", (*params, limit)).fetchall()
+        return [KeptFact(*row) for row in rows]
+
+    def forget_facts(self, ids: Sequence[int] | None = None) -> int:
+        """Forget these facts (all when None) and every exchange of the history that mentions them; how many
+        facts were forgotten. Nothing of them is left in the file (see the module docstring)."""
+        with self._write("forget facts in") as conn:
+            if ids is None:
+                rows = conn.execute("SELECT id, turn_id, value FROM facts").fetchall()
+            else:
+                rows = conn.execute(f"SELECT id, turn_id, value FROM facts WHERE id IN ({','.join('?' * len(ids))})",
+                                    tuple(ids)).fetchall()
+            turns = {turn for _, turn, _ in rows if turn is not None}
+            for _, _, value in rows:
+                turns |= {t for (t,) in conn.execute(
+                    "SELECT id FROM turns WHERE instr(lower(text), lower(?)) OR instr(lower(heard_text), lower(?))",
+                    (value, value))}
+            _delete_exchanges(conn, turns)
+            for fact_id, _, _ in rows:
+                conn.execute("DELETE FROM facts WHERE id = ?", (fact_id,))
+                conn.execute("DELETE FROM facts_index WHERE rowid = ?", (fact_id,))
+        if rows:
+            self._scrub()
+        return len(rows)
+
+    def forget_last_exchange(self) -> int:
+        """"Forget that": the last exchange of the history and the facts learned from it (how many)."""
+        with self._write("forget the last exchange in") as conn:
+            last = conn.execute("SELECT max(id) FROM turns WHERE role = 'user'").fetchone()[0]
+            ids = [] if last is None else [i for (i,) in conn.execute("SELECT id FROM facts WHERE turn_id = ?",
+                                                                      (last,))]
+            if not ids and last is not None:
+                _delete_exchanges(conn, {last})
+        return self.forget_facts(ids) if ids else 0
+
+    def _scrub(self) -> None:
+        """Merge the index into one segment (dropping what was deleted) and empty the write-ahead log."""
+        with self._use("clean up after forgetting in") as conn:
+            conn.execute("INSERT INTO facts_index (facts_index) VALUES ('optimize')")
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     # settings: JSON values under string keys
 
     def get_setting(self, key: str, default: Any = None) -> Any:
@@ -214,3 +322,14 @@ class Store:
     def _write(self, doing: str) -> Iterator[db.Connection]:
         with self._use(doing) as conn, db.transaction(conn):
             yield conn
+
+
+def _delete_exchanges(conn: db.Connection, turns: set[int]) -> None:
+    """Delete these turns with the other half of their exchange (the reply after a user's turn, the user's turn
+    before a reply)."""
+    for turn in turns:
+        role = conn.execute("SELECT role FROM turns WHERE id = ?", (turn,)).fetchone()
+        if role is None:
+            continue
+        other = turn + 1 if role[0] == "user" else turn - 1
+        conn.execute("DELETE FROM turns WHERE id = ? OR (id = ? AND role != ?)", (turn, other, role[0]))

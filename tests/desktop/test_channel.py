@@ -62,6 +62,6 @@ def test_a_bad_command_gets_a_plain_answer_and_the_channel_stays_open(engine: En
     answers = aio.run(talk())
     errors = [a["message"] for a in answers if a["type"] == "error"]
     assert errors == ["unreadable command (Expecting value: line 1 column 1 (char 0))",
-                      "unknown command 'fly'; the commands are cancel, enrol, frames, outfit, pair, ptt_start, "
+                      "unknown command 'fly'; the commands are cancel, enrol, frames, memory, outfit, pair, ptt_start, "
                       "ptt_stop, settings, text, unlock", "there is no outfit 'ball_gown'"]
     assert [a["id"] for a in answers if a["type"] == "outfit"][-1] == "space"

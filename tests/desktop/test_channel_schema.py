@@ -126,7 +126,7 @@ def test_a_well_formed_command_is_parsed_into_its_type(raw: dict, command: Comma
 
 
 @pytest.mark.parametrize(("raw", "said"), [
-    ({"cmd": "fly"}, "unknown command 'fly'; the commands are cancel, enrol, frames, outfit, pair, ptt_start, "
+    ({"cmd": "fly"}, "unknown command 'fly'; the commands are cancel, enrol, frames, memory, outfit, pair, ptt_start, "
                      "ptt_stop, settings, text, unlock"),
     ({"cmd": "text"}, """the 'text' command needs 'text' (text); send {"cmd": "text", "text": text}"""),
     ({"cmd": "text", "text": 3}, """'text' in the 'text' command must be text, not a number; send {"cmd": "text", """),

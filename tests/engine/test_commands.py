@@ -151,7 +151,7 @@ def test_bad_commands_get_a_clear_error_for_that_page_only_and_the_engine_keeps_
             for command, said in [
                 ("not json", "unreadable command"),
                 ('["outfit"]', 'a command is a JSON object with a "cmd" name'),
-                ({"cmd": "fly"}, "unknown command 'fly'; the commands are cancel, enrol, frames, outfit"),
+                ({"cmd": "fly"}, "unknown command 'fly'; the commands are cancel, enrol, frames, memory, outfit"),
                 ({"cmd": "outfit", "id": "ball_gown"}, "there is no outfit 'ball_gown'"),
                 ({"cmd": "outfit"}, """the 'outfit' command needs 'id' (text); send {"cmd": "outfit", "id": text}"""),
                 ({"cmd": "outfit", "id": "space", "colour": "red"}, "the 'outfit' command has no field 'colour'"),

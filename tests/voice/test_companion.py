@@ -60,17 +60,18 @@ def _turns_ended(sink: Collect) -> int:
                for f in sink.frames)
 
 
-def converse(url: str, said: list[str]) -> tuple[list[str], list[Frame]]:
+def converse(url: str, said: list[str], conversation: Conversation | None = None) -> tuple[list[str], list[Frame]]:
     """Type `said` into the app's typed path, each turn once the one before has ended; her replies and
-    every frame."""
+    every frame. `conversation`: one of the test's (its history and memory), else a fresh one."""
     async def go() -> list[Frame]:
         chat = ChatConfig(temperature=0.0)
+        talk = conversation or Conversation(PersonaConfig(), chat, outfits=CATALOGUE)
         sink = Collect()
         script: list = []
         for n, text in enumerate(said, 1):
             script += [UserTextFrame(text=text), lambda n=n: _turns_ended(sink) >= n]
         async with LinkClient(url, AppConfig().link) as link:
-            reply = Reply(link, Conversation(PersonaConfig(), chat, outfits=CATALOGUE), chat)
+            reply = Reply(link, talk, talk.chat)
             taker = TurnTaker("hey stella", 8.0, intents=Intents(CATALOGUE, "Stella"))
             await asyncio.wait_for(Pipeline([Feed([*script, EndFrame()]), taker, reply, OutfitTags(CATALOGUE), sink],
                                             Clock()).run(), 600)
