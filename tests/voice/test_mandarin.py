@@ -105,8 +105,8 @@ def test_a_streamed_chinese_reply_is_cut_and_spoken_by_the_mandarin_voice(whispe
     assert voice.name == "kokoro" and fallback is None
     reply = "好的，我这就去办。明天见！"
     tokens = [TokenFrame(turn=1, index=n, text=reply[i:i + 2]) for n, i in enumerate(range(0, len(reply), 2))]
-    frames = run([*tokens, ReplyDoneFrame(turn=1, reason="stop", text=reply), EndFrame()], [Sentences(2, language="zh"), TTS(voice)],
-                 timeout=120)
+    frames = run([*tokens, ReplyDoneFrame(turn=1, reason="stop", text=reply), EndFrame()],
+                 [Sentences(2, language="zh"), TTS(voice)], timeout=120)
     spoken = [f for f in frames if isinstance(f, SpeechAudioFrame)]
     assert [f.text for f in spoken] == ["好的，我这就去办。", "明天见！"] and {f.engine for f in spoken} == {"kokoro"}
     heard = "".join(whisper_zh(resample(f.audio, f.rate, RATE)) for f in spoken)
