@@ -87,7 +87,7 @@ def asr_rows(transcriber: CT2Transcriber, made: dict[str, Callable[[str], np.nda
              texts: list[str]) -> list[str]:
     rows = []
     for name, say in made.items():
-        errors, times, seconds = [], [], 0.0
+        errors, times, seconds, heards = [], [], 0.0, []
         for text in texts:
             audio = say(text)
             began = time.perf_counter()
@@ -95,8 +95,10 @@ def asr_rows(transcriber: CT2Transcriber, made: dict[str, Callable[[str], np.nda
             times.append(time.perf_counter() - began)
             seconds += len(audio) / RATE
             errors.append(cer(text, heard))
-        rows.append(f"| {name} | {len(texts)} | {np.mean(errors):.1%} | {max(errors):.0%} | "
-                    f"{statistics.median(times) * 1000:.0f} | {sum(times) / seconds:.2f} |")
+            heards.append(heard)
+        worst = int(np.argmax(errors))
+        rows.append(f"| {name} | {len(texts)} | {np.mean(errors):.1%} | {errors[worst]:.0%}: {texts[worst]} → "
+                    f"{heards[worst]} | {statistics.median(times) * 1000:.0f} | {sum(times) / seconds:.2f} |")
         print(rows[-1], flush=True)
     return rows
 
