@@ -168,8 +168,10 @@ def pinyin_table(processor_source: str) -> dict[str, tuple[str, str]]:
 
 
 def without_flex_ops(model: bytes) -> bytes:
-    """The TFLite model with its TensorFlow `FlexRandomUniform` ops (dropout the export left in FastSpeech2)
-    made LiteRT's built-in RANDOM_UNIFORM, which does the same: LiteRT has no TensorFlow ops. In memory only."""
+    """The TFLite model with its TensorFlow `FlexRandomUniform` ops made LiteRT's built-in RANDOM_UNIFORM, which
+    does the same: LiteRT has no TensorFlow ops. In memory only. They are FastSpeech2's dropout on its pitch and
+    energy embeddings, which TensorFlowTTS keeps on at inference by design; seeded here (TensorFlow drew a new
+    seed each run), so a sentence says the same each time the voice is loaded."""
     import flatbuffers
     from ai_edge_litert import schema_py_generated as schema
 
@@ -186,6 +188,7 @@ def without_flex_ops(model: bytes) -> bytes:
                 op.customOptions = None
                 op.builtinOptionsType = schema.BuiltinOptions.RandomOptions
                 op.builtinOptions = schema.RandomOptionsT()
+                op.builtinOptions.seed, op.builtinOptions.seed2 = 45, 2026
     builder = flatbuffers.Builder(len(model) + 4096)
     builder.Finish(parsed.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
