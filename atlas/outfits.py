@@ -459,8 +459,8 @@ def formal() -> Dresser:
 
 
 def hanfu() -> Dresser:
-    """古风汉服: a cross-collar wrap top (right over left), wide hanging sleeves, a long pleated skirt,
-    a jade sash with a hanging pendant, and a gold hairpin with dangling beads."""
+    """古风汉服: a cross-collar wrap top (her left panel over the right, 右衽), wide hanging sleeves, a long
+    pleated skirt, a jade sash with a hanging pendant, and a gold hairpin with dangling beads."""
     d = Dresser()
     for side in (-1, 1):  # embroidered shoe tips under the hem
         d.piece(shoe(side, 17, 9, 632), P.WINE)
@@ -482,7 +482,7 @@ def hanfu() -> Dresser:
         )
     d.piece(top(430, 56, 4, 48), P.BLUSH_SILK)
     d.piece(smooth([(206, 292), (242, 292), (226, 356)], steps=3), P.WHITE, strength=0.1)  # the inner robe
-    # The cross collar: the left panel's band under, the right panel's over it, down to the sash.
+    # The cross collar: her right panel's band (the viewer's left) under, her left panel's over it, down to the sash.
     d.piece(limb([(202, 290), (216, 326), (234, 360)], [15, 15, 14]), P.RED, strength=0.15)
     d.piece(limb([(246, 290), (228, 336), (178, 396)], [15, 15, 15]), P.RED, strength=0.15)
     d.detail(smooth([(250, 292), (234, 334), (186, 396)], closed=False), P.GOLD, 1.4)
@@ -590,6 +590,6 @@ OUTFITS = (
     Outfit("space", "Space suit", "宇航服", space, base=("body",)),
     Outfit("pyjamas", "Pyjamas", "睡衣", pyjamas),
     Outfit("formal", "Formal", "礼服", formal),
-    Outfit("hanfu", "Hanfu", "古风汉服", hanfu),
-    Outfit("cyberpunk", "Cyberpunk", "赛博朋克", cyberpunk),
+    Outfit("hanfu", "Hanfu robe", "古风汉服", hanfu),
+    Outfit("cyberpunk", "Cyberpunk jacket", "赛博朋克", cyberpunk),
 )

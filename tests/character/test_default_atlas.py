@@ -34,7 +34,7 @@ def test_default_character_has_eight_outfits_labelled_in_english_and_chinese_in_
         "hoodie": ("Hoodie", {"zh": "卫衣"}), "red_dress": ("Red dress", {"zh": "红裙子"}),
         "school": ("School uniform", {"zh": "校服"}), "space": ("Space suit", {"zh": "宇航服"}),
         "pyjamas": ("Pyjamas", {"zh": "睡衣"}), "formal": ("Formal", {"zh": "礼服"}),
-        "hanfu": ("Hanfu", {"zh": "古风汉服"}), "cyberpunk": ("Cyberpunk", {"zh": "赛博朋克"})}
+        "hanfu": ("Hanfu robe", {"zh": "古风汉服"}), "cyberpunk": ("Cyberpunk jacket", {"zh": "赛博朋克"})}
     assert max(manifest.size) <= 2048
     assert len({o.rect for o in manifest.outfits}) == len(manifest.outfits)
 

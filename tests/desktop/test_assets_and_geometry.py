@@ -19,6 +19,7 @@ def window_server() -> Iterator[str]:
 
 @pytest.mark.parametrize("path, kind", [("desktop/web/index.html", "text/html"),
                                         ("desktop/web/app.js", "text/javascript"),
+                                        ("desktop/web/strings.js", "text/javascript"),
                                         ("atlas/default/manifest.json", "application/json"),
                                         ("shaders/character.frag", "text/plain")])
 def test_the_window_gets_its_page_atlas_and_shaders(window_server: str, path: str, kind: str) -> None:

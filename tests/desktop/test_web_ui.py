@@ -187,7 +187,7 @@ def test_set_to_chinese_the_window_reads_in_chinese_keeps_it_and_goes_back(page,
     open_ui(page, engine, assets)
     labels = page.locator(".outfit span")
     assert labels.all_inner_texts() == ["Hoodie", "Red dress", "School uniform", "Space suit", "Pyjamas", "Formal",
-                                        "Hanfu", "Cyberpunk"]
+                                        "Hanfu robe", "Cyberpunk jacket"]
     page.click("#open-settings")
     form = page.locator("#settings-form")
     until(page, "document.querySelector('[name=server_url]').value.startsWith('http://127.0.0.1')")
@@ -228,7 +228,7 @@ def test_set_to_chinese_the_window_reads_in_chinese_keeps_it_and_goes_back(page,
     page.wait_for_selector("#settings-note >> text=Saved ✓")
     assert page.evaluate("document.documentElement.lang") == "en"
     assert page.locator("#state .label").inner_text() == "Idle"
-    assert labels.all_inner_texts()[-2:] == ["Hanfu", "Cyberpunk"]
+    assert labels.all_inner_texts()[-2:] == ["Hanfu robe", "Cyberpunk jacket"]
     assert page.get_attribute("#message", "placeholder") == "Type a message…"
 
 

@@ -24,6 +24,8 @@ SET_LANGUAGE = """async (lang) => {
   (await import('/desktop/web/strings.js')).setLanguage(lang);
   return document.documentElement.lang;
 }"""
+# The page's scripts that write its words (shaders' file names in character.js would read as keys).
+SOURCES = ["app.js"]
 # Keys app.js builds from a state's name: each state it writes that way.
 BUILT_KEYS = ["state.idle", "state.listening", "state.thinking", "state.speaking", "enrol.listening", "enrol.done",
               "enrol.cancelled", "enrol.unheard", "enrol.unavailable"]
@@ -50,7 +52,7 @@ def test_every_key_the_page_uses_has_a_text(page, assets: str) -> None:
     known = set(page.evaluate(STRINGS)["en"])
     html = (WEB / "index.html").read_text(encoding="utf-8")
     used = set(re.findall(r'data-i18n(?:-[a-z-]+)?="([\w.]+)"', html))
-    app = (WEB / "app.js").read_text(encoding="utf-8")
+    app = "".join((WEB / name).read_text(encoding="utf-8") for name in SOURCES)
     used |= set(re.findall(r"""['`]([a-z]+\.[a-z_]+)['`]""", app)) | set(BUILT_KEYS)
     assert len(used) > 100 and not used - known, f"keys without a text: {sorted(used - known)}"
     assert all(f"`{key.split('.')[0]}.${{" in app for key in BUILT_KEYS), "the keys app.js builds changed"

@@ -12,8 +12,8 @@ from sidecar.outfit_catalogue import catalogue_of, load_catalogue
 
 def test_hanfu_and_cyberpunk_are_in_the_built_in_catalogue_with_their_names_and_occasions() -> None:
     outfits = {o.id: o for o in load_catalogue()}
-    assert outfits["hanfu"].name == "Hanfu" and outfits["hanfu"].chinese[:2] == ("古风汉服", "汉服")
-    assert outfits["cyberpunk"].name == "Cyberpunk" and outfits["cyberpunk"].chinese[0] == "赛博朋克"
+    assert outfits["hanfu"].name == "Hanfu robe" and outfits["hanfu"].chinese[:2] == ("古风汉服", "汉服")
+    assert outfits["cyberpunk"].name == "Cyberpunk jacket" and outfits["cyberpunk"].chinese[0] == "赛博朋克"
     assert {"festival", "tea"} <= set(outfits["hanfu"].occasions)
     assert {"city", "neon", "game"} <= set(outfits["cyberpunk"].occasions)
     for outfit in outfits.values():  # every built-in outfit: its atlas label first, no name twice
