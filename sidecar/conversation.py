@@ -107,7 +107,7 @@ class Memory(Protocol):
     """What she remembers of the user beyond the history (sidecar.engine.stored.StoreMemory)."""
 
     def known(self, budget_tokens: int) -> list[str]:
-        """The newest facts within the budget, as sentences, oldest first: the system line's."""
+        """The newest facts within the budget, as sentences, oldest first: the prefix's last message."""
         ...
 
     def recall(self, text: str, budget_tokens: int, known: list[str]) -> list[str]:
@@ -126,12 +126,12 @@ def estimate_tokens(text: str) -> int:
 
 class Conversation:
     def __init__(self, persona: PersonaConfig, chat: ChatConfig, history: History | None = None,
-                 outfits: Sequence[Outfit] = (), language: str = "en", memory: Memory | None = None) -> None:
+                 outfits: Sequence[Outfit] = (), language: str = "en") -> None:
         self.base_persona = persona  # as configured; `persona` is it in the conversation's language
         self.language = language
         self.chat = chat
         self.history = history if history is not None else MemoryHistory()
-        self.memory = memory
+        self.memory: Memory | None = None  # the store's, once it is open (`remember_in`)
         self.outfits = tuple(outfits)
         self._anchor: Exchange | None = None  # the oldest exchange in the prompt, kept until it must go
         self.user_name = self._named_in(self.history)  # as the user last gave it (`user_name`)

@@ -213,8 +213,8 @@ def main(argv: list[str] | None = None) -> int:
                 for person in people:  # after a restart: each question with memory, then without
                     with bench.open(person) as store:
                         kept[person] = [f.said for f in store.facts()]
-                        for a in [a for a in asked if a.person == person]:
-                            for mode in MODES:
+                        for mode in MODES:  # one way at a time: its prefix stays in llama-server's cache
+                            for a in [a for a in asked if a.person == person]:
                                 replies.append(await bench.ask(store, a, mode))
                     print(f"{person}: asked", file=sys.stderr)
                 for person in people:  # forgetting: two facts as the Memory panel does, then all
@@ -267,8 +267,8 @@ def write_report(args: argparse.Namespace, replies: list[Reply], after: list[Rep
     recalling = [alone[k].first_token_ms - off[k].first_token_ms for k in alone if k in off]
     still = [r for r in after if r.asked.recalls(r.text)]
     lines += ["", f"Added by memory (app against history only), p50 over the questions: first token "
-                  f"**{p50(added):+.0f} ms**, building the messages (the recall) **{p50(build):+.2f} ms**. The recall's "
-                  f"own message evaluated after the question (recall only against history only): first token "
+                  f"**{p50(added):+.0f} ms**, building the messages (the recall) **{p50(build):+.2f} ms**. The "
+                  f"recall's own message evaluated after the question (recall only against history only): first token "
                   f"{p50(recalling):+.0f} ms.",
               f"Forgetting: {len(after)} facts forgotten through the panel's path, asked again: "
               f"**{len(still)}** still answered ({', '.join(r.asked.answer for r in still) or 'none'}); forgotten "
