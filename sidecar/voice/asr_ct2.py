@@ -61,7 +61,7 @@ TOKENS_PER_SECOND = {"en": 8, "zh": 16}
 # A transcript's units for `unrepeat`: words, or in text written without spaces each Chinese character with the
 # punctuation after it (a repeated phrase there is at least two characters: "谢谢", "看看" are words)
 _HAN = re.compile(r"[\u3400-\u9fff]")
-_HAN_UNITS = re.compile(r"[\u3400-\u9fff][^\u3400-\u9fff\w]*|[^\W_]+[^\u3400-\u9fff\w]*|[^\w]+")
+_HAN_UNITS = re.compile(r"[\u3400-\u9fff][^\u3400-\u9fff\w]*|[A-Za-z0-9']+[^\u3400-\u9fff\w]*|[^\w]+|\w")
 
 
 def window(seconds: float, min_frames: int = MIN_FRAMES) -> int:
