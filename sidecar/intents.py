@@ -302,7 +302,8 @@ class Intents:
 
     def _outfit_by_sound(self, text: str) -> Wear | None:
         """换上 / 穿上 / 换成 and one outfit's Chinese name, matched by their syllables (whisper writes 换上宇航服
-        as 欢向与韩府 for an accent): the verb first, not after 不/别/没 or 我, the name after it."""
+        as 欢向与韩府 for an accent): the verb first, not after 不/别/没 or 我, the name after it (the longest
+        one heard)."""
         chars = [c for c in text if _HAN.match(c)]
         said = loose_syllables("".join(chars))
         for verb in _VERBS_ZH:
@@ -310,10 +311,14 @@ class Intents:
             if at is None or any(c in "不别没我" for c in chars[:at]):
                 continue
             rest = said[at + len(verb):]
-            named = {o.id for o in self.outfits for name in o.chinese if _find(rest, loose_syllables(name)) is not None}
-            if len(named) == 1:
+            # the longest name heard wins: 与韩府 sounds like 宇航服 and holds 汉服 (han fu) too
+            heard = {o.id: max((len(n) for n in o.chinese if _find(rest, loose_syllables(n)) is not None), default=0)
+                     for o in self.outfits}
+            best = max(heard.values(), default=0)
+            named = [oid for oid, length in heard.items() if length == best]
+            if best and len(named) == 1:
                 log.info("an outfit asked for in Mandarin, matched by its sound")
-                return Wear(named.pop())
+                return Wear(named[0])
         return None
 
     def _named_zh(self, text: str) -> set[str]:

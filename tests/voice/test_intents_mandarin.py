@@ -91,3 +91,12 @@ def test_an_outfit_request_whisper_misspelt_is_matched_by_its_sound(said, outfit
 @pytest.mark.parametrize("said", ["不要欢向与韩府", "我换上了睡衣", "欢迎来到宇宙", "还上宇航服", "欢向"])
 def test_by_sound_the_verb_and_a_name_are_still_needed(said):
     assert INTENTS.parse(said) is None
+
+
+def test_by_sound_the_longest_name_heard_wins():
+    """与韩府 sounds like 宇航服 and holds 汉服's syllables (han fu): the longer name is what was asked for."""
+    from sidecar.outfit_catalogue import Outfit
+
+    wardrobe = (Outfit("space", "Space suit", chinese=("宇航服",)), Outfit("hanfu", "Hanfu", chinese=("汉服",)))
+    intents = Intents(wardrobe, "Stella")
+    assert intents.parse("欢向与韩府。") == Wear("space") and intents.parse("欢向韩府") == Wear("hanfu")
