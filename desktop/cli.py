@@ -44,8 +44,9 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--voice", choices=("auto", "off"), default="auto",
                      help="auto: listen and speak when the models and sound devices allow; off: typed turns only")
     run.add_argument("--language", choices=LANGUAGES,
-                     help="en: English; zh: Mandarin (she hears, speaks and wakes on 你好小星 in Chinese); kept as "
-                          "your setting. Default: the saved setting, else voice.language")
+                     help="en: English; zh: Mandarin (she hears, speaks and wakes on 你好小星 in Chinese), for this "
+                          "start, over the saved setting (Settings keeps a choice). Default: the saved setting, else "
+                          "voice.language")
     run.add_argument("--webview", choices=webview_backend.SETTINGS,
                      help="the window's web view on Linux: gtk (the system's WebKitGTK), qt (Qt WebEngine) or auto "
                           "(gtk when installed, else qt; the default, or [window] backend / STELLA_WINDOW__BACKEND)")

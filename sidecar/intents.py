@@ -12,7 +12,8 @@
   moon" is the space suit, `outfit_catalogue.OCCASIONS`); one typo is forgiven ("pajamas").
   "Wear something nice", "wear the bikini", "don't wear the red dress" and "should I wear my
   hoodie?" change nothing. In Mandarin: 换上/穿上/换成/换/穿 and an outfit's Chinese name
-  ("请换上宇航服"), not after 不/别/没;
+  ("请换上宇航服"), not after 不/别/没 — also by sound, as whisper may write it ("欢向与韩府": the verb and
+  the name in pinyin, x/s/sh and -n/-ng alike);
 * the time, the date, the day of the week — the whole utterance asks for it ("what's the time",
   "tell me the date", "what day is it today"), answered from the injected clock in the user's
   time zone (the computer's own, `TZ` honoured). A question that merely contains the words
@@ -40,6 +41,7 @@ from datetime import datetime
 
 from sidecar.outfit_catalogue import Outfit
 from sidecar.voice.wake import edit_distance, words
+from sidecar.voice.wake_pinyin import loose_syllables
 
 log = logging.getLogger(__name__)
 
@@ -309,9 +311,30 @@ class Intents:
     def _outfit_zh(self, text: str) -> Wear | None:
         m = _WEAR_ZH.search(text)
         if m is None or "我" in text[:m.start()]:  # "我穿上睡衣了" is the user's own clothes
-            return None
+            return self._outfit_by_sound(text)
         named = self._named_zh(m.group("rest"))
-        return Wear(named.pop()) if len(named) == 1 else None
+        return Wear(named.pop()) if len(named) == 1 else self._outfit_by_sound(text)
+
+    def _outfit_by_sound(self, text: str) -> Wear | None:
+        """换上 / 穿上 / 换成 and one outfit's Chinese name, matched by their syllables (whisper writes 换上宇航服
+        as 欢向与韩府 for an accent): the verb first, not after 不/别/没 or 我, the name after it (the longest
+        one heard)."""
+        chars = [c for c in text if _HAN.match(c)]
+        said = loose_syllables("".join(chars))
+        for verb in _VERBS_ZH:
+            at = _find(said, loose_syllables(verb))
+            if at is None or any(c in "不别没我" for c in chars[:at]):
+                continue
+            rest = said[at + len(verb):]
+            # the longest name heard wins: 与韩府 sounds like 宇航服 and holds 汉服 (han fu) too
+            heard = {o.id: max((len(n) for n in o.chinese if _find(rest, loose_syllables(n)) is not None), default=0)
+                     for o in self.outfits}
+            best = max(heard.values(), default=0)
+            named = [oid for oid, length in heard.items() if length == best]
+            if best and len(named) == 1:
+                log.info("an outfit asked for in Mandarin, matched by its sound")
+                return Wear(named[0])
+        return None
 
     def _named_zh(self, text: str) -> set[str]:
         """The outfits whose Chinese names `text` holds."""
@@ -326,6 +349,17 @@ class Intents:
         best = max(scores.values(), default=0)
         winners = [oid for oid, score in scores.items() if score == best]
         return winners[0] if best > 0 and len(winners) == 1 else None
+
+
+_VERBS_ZH = ("换上", "穿上", "换成")
+
+
+def _find(said: list, want: list) -> int | None:
+    """Where the syllables `want` first occur in `said` (None: nowhere)."""
+    for i in range(len(said) - len(want) + 1):
+        if said[i:i + len(want)] == want:
+            return i
+    return None
 
 
 def _same(key: str, word: str) -> bool:

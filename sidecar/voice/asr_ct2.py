@@ -61,7 +61,7 @@ TOKENS_PER_SECOND = {"en": 8, "zh": 16}
 # A transcript's units for `unrepeat`: words, or in text written without spaces each Chinese character with the
 # punctuation after it (a repeated phrase there is at least two characters: "谢谢", "看看" are words)
 _HAN = re.compile(r"[\u3400-\u9fff]")
-_HAN_UNITS = re.compile(r"[\u3400-\u9fff][^\u3400-\u9fff\w]*|[^\W_]+[^\u3400-\u9fff\w]*|[^\w]+")
+_HAN_UNITS = re.compile(r"[\u3400-\u9fff][^\u3400-\u9fff\w]*|[A-Za-z0-9']+[^\u3400-\u9fff\w]*|[^\w]+|\w")
 
 
 def window(seconds: float, min_frames: int = MIN_FRAMES) -> int:
@@ -106,8 +106,10 @@ def unrepeat(text: str) -> str:
         for size in range(2 if han else 1, n - start - 1):
             rest = plain[start + size:]
             again = [plain[start + k % size] for k in range(len(rest))]
-            # the last word may be cut short by the token cap ("... giraffe. How tall is a gir")
-            if len(rest) >= 2 and rest[:-1] == again[:-1] and again[-1].startswith(rest[-1]):
+            # the last word may be cut short by the token cap ("... giraffe. How tall is a gir"); in Chinese the last
+            # character may be misheard the second time ("睡着了。小猫在" after "小猫再…")
+            last = again[-1].startswith(rest[-1]) or (han and len(rest) >= 3)
+            if len(rest) >= 2 and rest[:-1] == again[:-1] and last:
                 return ("" if han else " ").join(words[:start + size])
     return text
 

@@ -282,10 +282,12 @@ class TurnTaker(Processor):
             return
         found = self._name_in(text, utterance)
         addressed = self.window.covers(utterance)  # after a bare wake word: no n-best wait (~0.2 s)
-        if found is not None and utterance.verify_wake and not addressed and not await self._sounds_so(utterance):
+        unconfirmed = found is not None and utterance.verify_wake and not addressed \
+            and not await self._sounds_so(utterance)
+        if unconfirmed:  # whisper's unprompted readings were asked already: no second guess either
             found = None
-        if found is None and utterance.verify_wake and self.hypotheses is not None and not addressed and (
-                score is None or self.acoustic.asks_whisper(score, personal)):  # type: ignore[union-attr]
+        if found is None and not unconfirmed and utterance.verify_wake and self.hypotheses is not None \
+                and not addressed and (score is None or self.acoustic.asks_whisper(score, personal)):  # type: ignore[union-attr]
             found = await self._second_guess(text, utterance)
         heard = found is not None  # whisper wrote the name (the model may still refuse it)
         # the model alone was wrong: "I spilt tea on the sofa", "Hey, spell it for me"

@@ -198,6 +198,13 @@ def _loose(syllable: str) -> tuple[str, str]:
     return ("s" if first in ("x", "s", "sh") else first), final
 
 
+def loose_syllables(text: str) -> list[tuple[str, str] | None]:
+    """Each character of `text` as an accent or whisper may blur it (`_loose`; None for anything but a
+    character): how a Mandarin request is matched by its sound ("欢向与韩府" is 换上宇航服)."""
+    return [_loose(next(iter(sounds))) if HAN.match(m.group()) else None
+            for m, sounds in zip(_TOKEN.finditer(text), _sounds(text), strict=True)]
+
+
 def _any(heard: frozenset[str], want: frozenset[str]) -> bool:
     return True
 

@@ -80,3 +80,23 @@ def test_every_outfit_of_the_wardrobe_can_be_asked_for_in_chinese():
     for outfit in CATALOGUE:
         assert outfit.chinese, f"{outfit.id} has no Chinese name to ask for it by"
         assert INTENTS.parse(f"换上{outfit.chinese[0]}") == Wear(outfit.id)
+
+
+@pytest.mark.parametrize(("said", "outfit"), [("欢向与韩府。", "space"), ("请欢上睡一", "pyjamas")])
+def test_an_outfit_request_whisper_misspelt_is_matched_by_its_sound(said, outfit):
+    """Whisper wrote 换上宇航服 as 欢向与韩府 for an accented voice: the same syllables, x/s/sh and -n/-ng alike."""
+    assert INTENTS.parse(said) == Wear(outfit)
+
+
+@pytest.mark.parametrize("said", ["不要欢向与韩府", "我换上了睡衣", "欢迎来到宇宙", "还上宇航服", "欢向"])
+def test_by_sound_the_verb_and_a_name_are_still_needed(said):
+    assert INTENTS.parse(said) is None
+
+
+def test_by_sound_the_longest_name_heard_wins():
+    """与韩府 sounds like 宇航服 and holds 汉服's syllables (han fu): the longer name is what was asked for."""
+    from sidecar.outfit_catalogue import Outfit
+
+    wardrobe = (Outfit("space", "Space suit", chinese=("宇航服",)), Outfit("hanfu", "Hanfu", chinese=("汉服",)))
+    intents = Intents(wardrobe, "Stella")
+    assert intents.parse("欢向与韩府。") == Wear("space") and intents.parse("欢向韩府") == Wear("hanfu")

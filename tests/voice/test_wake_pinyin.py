@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from sidecar.voice.wake import NameMatcher
+from sidecar.frames import EndFrame, Frame, TranscriptFrame, UserTurnFrame, UtteranceFrame, WakeFrame
+from sidecar.voice.audio import RATE
+from sidecar.voice.turn_taking import TurnTaker
+from sidecar.voice.wake import NameMatch, NameMatcher
+from sidecar.voice.wake_nbest import NameOdds
 from sidecar.voice.wake_pinyin import PinyinMatcher, name_matcher, phrase_prompt
+
+from . import harness
 
 MATCHER = PinyinMatcher("你好小星")
 
@@ -69,3 +76,64 @@ def test_the_matcher_and_prompt_follow_the_phrase_language():
     assert phrase_prompt("你好小星") == "你好小星。" and phrase_prompt("hey_jarvis") == "Hey Jarvis."
     with pytest.raises(ValueError, match="Chinese characters"):
         PinyinMatcher("hey 小星")
+
+
+class Unprompted:
+    """Whisper's readings scripted: prompted with the phrase, and without a prompt (the model itself is
+    measured by tests/bench/mandarin_wake.py)."""
+
+    head_s = 3.0
+    name_check = False
+
+    def __init__(self, plain: list[str], prompted: list[str] | None = None) -> None:
+        self.plain, self.prompted = plain, prompted or []
+        self.asked: list[str] = []
+
+    def __call__(self, audio: np.ndarray, prompt: str = "") -> list[str]:
+        self.asked.append(prompt)
+        assert prompt in ("你好小星。", "")
+        return self.prompted if prompt else self.plain
+
+    def primed(self, audio: np.ndarray, prompt: str) -> list[str]:
+        return self(audio, prompt)
+
+    def in_noise(self, audio: np.ndarray) -> bool:
+        return False
+
+    def check(self, audio: np.ndarray, found: NameMatch, spellings: list[str]) -> NameOdds:
+        assert spellings == ["小星"]
+        return NameOdds(-3.0, -9.5)
+
+    def prepare(self, words: str) -> None:
+        pass
+
+
+def _heard(text: str, hypotheses: Unprompted) -> list[Frame]:
+    u = UtteranceFrame(audio=np.zeros(2 * RATE, np.float32), start=1.0, end=3.0, t=3.3, verify_wake=True)
+    return harness.run([TranscriptFrame(text=text, asr_ms=1.0, utterance=u, t=u.t), EndFrame()],
+                       [TurnTaker("你好小星", 8, hypotheses=hypotheses)])
+
+
+def test_the_phrase_whisper_wrote_must_sound_so_without_the_prompt():
+    """Prompted with 你好小星, whisper writes it for 你好晓晴: its unprompted readings (你好笑情) tell."""
+    out = _heard("你好小星，今天天气怎么样？", Unprompted(["你好小心，今天天气怎么样？", "你好小星今天天气怎么样"]))
+    assert [f.word for f in out if isinstance(f, WakeFrame)] == ["你好小星"]
+    assert [f.text for f in out if isinstance(f, UserTurnFrame)] == ["今天天气怎么样？"]
+    look_alike = Unprompted(["你好笑情。", "您好笑情"])
+    out = _heard("你好小星。", look_alike)
+    assert not [f for f in out if isinstance(f, WakeFrame | UserTurnFrame)] and look_alike.asked == [""]
+
+
+def test_a_phrase_only_whisper_prompted_guesses_wrote_needs_it_unprompted_too():
+    """In noise whisper wrote 以后小星 (its greeting lost); its prompted 4-best has the phrase."""
+    prompted = ["你好小星，今天天气怎么样？"]
+    out = _heard("以后小星，今天天气怎么样？", Unprompted(["以后小心今天天气怎么样。"], prompted))
+    assert not [f for f in out if isinstance(f, WakeFrame)]
+    out = _heard("以后小星，今天天气怎么样？", Unprompted(["你好小心今天天气怎么样。"], prompted))
+    assert [f.word for f in out if isinstance(f, WakeFrame)] == ["你好小星"]
+    assert [f.text for f in out if isinstance(f, UserTurnFrame)] == ["今天天气怎么样？"]
+
+
+def test_another_name_gets_no_second_guess():
+    asked = Unprompted(["你好小心"], ["你好小星。"])
+    assert not [f for f in _heard("你好小请。", asked) if isinstance(f, WakeFrame)] and asked.asked == []
