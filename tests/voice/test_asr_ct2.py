@@ -28,6 +28,14 @@ def test_the_window_is_the_utterance_plus_a_second_in_whole_seconds():
     ("tell me, tell me a story", "tell me, tell me a story"),  # a repeat with words after it is speech
     ("It is very very", "It is very very"),
     ("Turn up the volume.", "Turn up the volume."),
+    ("今天天气很好。今天天气很好。今天", "今天天气很好。"),  # Chinese: characters, not space-separated words
+    ("你好你好你好", "你好"),
+    ("小猫再沙发上睡着了。小猫在", "小猫再沙发上睡着了。"),  # the repeat's last character misheard
+    ("我们走吧，我们去公园", "我们走吧，我们去公园"),
+    ("我喜欢iPhone拍照。我喜欢iPhone拍", "我喜欢iPhone拍照。"),  # a Latin word is one unit
+    ("谢谢你", "谢谢你"),  # a doubled character is a word
+    ("今天天气很好", "今天天气很好"),
+    ("哈哈哈哈哈哈", "哈哈"),  # a one-character run is kept twice: whisper looping on a syllable
 ])
 def test_whisper_saying_it_again_is_cut_and_speech_is_not(raw, text):
     assert unrepeat(raw) == text

@@ -117,3 +117,58 @@ def test_stray_tokens_of_a_small_model_are_not_spoken():
         "Yes, I like music."]
     assert split("I am fine.我可以 Really.") == ["I am fine.", "Really."]
     assert split("Done.Next one.") == ["Done.", "Next one."]
+
+
+def split_zh(text: str, cuts: list[int] | None = None) -> list[str]:
+    """A Chinese reply fed character by character (or at `cuts`), as a model streams it."""
+    splitter = SentenceSplitter(language="zh")
+    at = sorted({0, len(text), *(c for c in (range(len(text)) if cuts is None else cuts) if c <= len(text))})
+    out: list[str] = []
+    for a, b in zip(at, at[1:], strict=False):
+        out += splitter.feed(text[a:b])
+    return out + splitter.flush()
+
+
+@pytest.mark.parametrize("text, sentences", [
+    ("你好呀。今天天气很好！你想出去走走吗？", ["你好呀。", "今天天气很好！", "你想出去走走吗？"]),
+    ("先买菜；再做饭……然后吃饭", ["先买菜；", "再做饭……", "然后吃饭"]),
+    ("好的!我们走吧?", ["好的!", "我们走吧?"]),
+])
+def test_chinese_sentences_end_at_their_own_marks(text, sentences):
+    assert split_zh(text, []) == sentences
+
+
+def test_a_chinese_reply_is_cut_at_a_comma_after_four_characters_first_then_ten():
+    text = "你好呀，我是小星，很高兴认识你，今天想聊点什么呢，天气还是音乐，或者随便聊聊。"
+    assert split_zh(text) == ["你好呀，我是小星，", "很高兴认识你，今天想聊点什么呢，",
+                              "天气还是音乐，或者随便聊聊。"]
+    assert split_zh("好，我知道了，马上就去办。") == ["好，我知道了，", "马上就去办。"], "4 characters, not 1"
+    assert split_zh("当然可以、没问题：我来帮你吧。") == ["当然可以、", "没问题：我来帮你吧。"]
+
+
+def test_numbers_in_a_chinese_reply_are_not_cut():
+    assert split_zh("现在是3:45，价格是1,000元。") == ["现在是3:45，", "价格是1,000元。"]
+
+
+def test_latin_words_in_a_chinese_reply_are_kept_and_stray_scripts_are_not():
+    assert split_zh("你喜欢iPhone吗？我喜欢Python。") == ["你喜欢iPhone吗？", "我喜欢Python。"]
+    assert split_zh("好的。Привет") == ["好的。"]
+
+
+def test_an_english_reply_is_split_as_before_when_the_language_is_english():
+    text = "Yes, I like music. 我可以"
+    assert SentenceSplitter().feed(text) + SentenceSplitter().flush() == split(text)[:1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.lists(st.sampled_from([*"你好我是小星今天天气很高兴", "，", "。", "！", "？", "、", "：", "；", "……",
+                                      "AI", "3:45", "1,000"]), max_size=60).map("".join), cuts=cuts)
+def test_any_token_boundaries_give_the_same_chinese_sentences_and_no_character_is_lost(text, cuts):
+    """A mark is cut at as it comes (her voice starts sooner): a second mark or a closing quote in the next token
+    starts the next chunk, and is not spoken. The words and where they are cut are the same."""
+    def words(sentences: list[str]) -> list[str]:
+        return [w for w in (re.sub(r"\W", "", s) for s in sentences) if w]
+
+    got = split_zh(text, cuts)
+    assert words(got) == words(split_zh(text, []))
+    assert "".join(words(got)) == re.sub(r"\W", "", text)

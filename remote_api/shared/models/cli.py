@@ -75,7 +75,7 @@ def install(models: Models, specs: list[ModelSpec], args: argparse.Namespace) ->
     for spec in specs:
         try:
             folder = models.install(spec, args.source, args.force, progress=not args.no_progress,
-                                    accepted=args.accept_licence or _accepts(spec))
+                                    accepted=getattr(args, "accept_licence", False) or _accepts(spec))
         except (ModelError, OSError) as exc:
             failed.append(spec.name)
             print(f"{spec.name}: not installed — {exc}", file=sys.stderr, flush=True)

