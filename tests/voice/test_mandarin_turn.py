@@ -1,5 +1,5 @@
-"""A Mandarin speaker, end to end through the real voice loop: her Mandarin speech (synthesised with the
-app's own Mandarin voice, tests/voice/speech_zh.py) in a WAV file, voice.language "zh", whisper base in
+"""A Mandarin speaker, end to end through the real voice loop: the user's Mandarin speech (synthesised with
+one of the app's Mandarin voices, tests/voice/speech_zh.py) in a WAV file, voice.language "zh", whisper base in
 Mandarin, the pinyin wake phrase, the real default model (the embedded default's llama-server behind the
 real gateway) answering in Chinese, spoken with the Mandarin voice while her mouth moves; an outfit asked
 for in Mandarin changes it without asking the model."""
@@ -35,8 +35,12 @@ def zh_engines() -> LoadedModels:
     return LoadedModels.load(VoiceConfig(language="zh"))
 
 
+# The user's voice: Kokoro's jf_alpha style, not the style she answers in (voice.kokoro_style).
+USER = "kokoro:jf_alpha"
+
+
 def _said(text: str, tmp_path, name: str) -> Options:
-    audio, _ = mandarin(text)
+    audio, _ = mandarin(text, USER)
     wav = save(tmp_path / f"{name}.wav", concat(silence(0.5), audio, silence(1.0)))
     return Options(audio_in=wav, audio_out=tmp_path / f"{name}-out.wav", events=tmp_path / f"{name}.jsonl",
                    fast=True)
