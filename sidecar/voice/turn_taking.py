@@ -204,6 +204,7 @@ class TurnTaker(Processor):
         self._background: set[asyncio.Task] = set()  # held until done (the loop keeps only weak references)
         # the name check a pause started: ((utterance start, end, words before the name), its task)
         self._checking: tuple[tuple[float, float, str], asyncio.Task[NameOdds]] | None = None
+        self._hearing: tuple[tuple[float, float], asyncio.Task[bool]] | None = None  # `_sounds_so`, from the pause
 
     async def start(self) -> None:
         """Ready the name check's words in the background (the lead-ins as whisper writes them, the name)."""
@@ -252,6 +253,9 @@ class TurnTaker(Processor):
             if not utterance.interim and self.hypotheses is not None:
                 self._checking = (utterance.start, utterance.end, found.lead), self._in_background(
                     self._odds(found, utterance), "wake-name-check")
+                if self.matcher.confirms:
+                    self._hearing = (utterance.start, utterance.end), self._in_background(
+                        self._unprompted_sounds_so(utterance), "wake-phrase-confirm")
         if utterance.interim:
             text = settled(text)
         likely = self._likely_turn(text, utterance)
@@ -374,6 +378,15 @@ class TurnTaker(Processor):
         utterance's head (`sounds_in`). Without the n-best model the transcript is taken as written."""
         if not self.matcher.confirms or self.hypotheses is None:
             return True
+        early, self._hearing = self._hearing, None
+        if early is not None and early[0] == (utterance.start, utterance.end):
+            return await early[1]  # started at the pause on the same audio: ~0.2 s off the turn
+        if early is not None:
+            early[1].cancel()
+        return await self._unprompted_sounds_so(utterance)
+
+    async def _unprompted_sounds_so(self, utterance: UtteranceFrame) -> bool:
+        assert self.hypotheses is not None
         plain = await asyncio.to_thread(self.hypotheses, utterance.audio, "")
         if any(map(self.matcher.sounds_in, plain)):
             return True
