@@ -102,7 +102,7 @@ def abandon(proc: subprocess.Popen, page: screen.Page | None) -> None:
 
 @contextlib.contextmanager
 def stella(display: str, server: str, store: Path, env: dict[str, str], voice: str = "off",
-           outfits: int = 6, webview: str | None = None) -> Iterator[AppWindow]:
+           outfits: int = 8, webview: str | None = None) -> Iterator[AppWindow]:
     """The window once it is ready (with `outfits` buttons) and Stella is on the screen; killed if the
     test leaves it open."""
     proc, socket = launch(display, server, store, env, voice, webview)
