@@ -475,7 +475,7 @@ class SettingsPanel {
   save(overrides = {}) {
     const values = {};
     for (const name of ['server_url', 'wake_engine', 'wake_model', 'wake_phrase', 'tts_engine', 'input_device',
-      'output_device', 'embedded_model', 'language']) values[name] = this.form[name].value;
+      'output_device', 'embedded_model', 'language', 'zh_voice']) values[name] = this.form[name].value;
     Object.assign(values, overrides);
     this.embeddedChosen = values.server_url === '';
     if (!this.channel.send({ cmd: 'settings', values })) this.toasts.say('engine.unreachable_settings');
@@ -509,6 +509,9 @@ class SettingsPanel {
     const described = new Map(choices.embedded_model.map((v, i) => [v, choices.embedded_model_label[i]]));
     options(this.form.embedded_model, choices.embedded_model.filter((v) => v !== ''), (v) => described.get(v) || v,
       (option) => { option.textContent = described.get('') || ''; });
+    // the Mandarin voices, each with its licence in a word (the opt-in one listed once it is installed)
+    const voiced = new Map((choices.zh_voice || []).map((v, i) => [v, choices.zh_voice_label[i]]));
+    options(this.form.zh_voice, choices.zh_voice || [], (v) => voiced.get(v) || v);
     for (const [name, value] of Object.entries(values)) if (this.form[name]) this.form[name].value = value;
     this._showWakeFields();
     show($('pairing-status'), event.paired ? 'settings.paired' : 'settings.not_paired');

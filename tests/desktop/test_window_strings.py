@@ -25,7 +25,7 @@ SET_LANGUAGE = """async (lang) => {
   return document.documentElement.lang;
 }"""
 # The page's scripts that write its words (shaders' file names in character.js would read as keys).
-SOURCES = ["app.js"]
+SOURCES = ["app.js", "memory_panel.js"]
 # Keys app.js builds from a state's name: each state it writes that way.
 BUILT_KEYS = ["state.idle", "state.listening", "state.thinking", "state.speaking", "enrol.listening", "enrol.done",
               "enrol.cancelled", "enrol.unheard", "enrol.unavailable"]
