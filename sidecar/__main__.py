@@ -51,7 +51,8 @@ def _echo(text: str) -> tuple[float, float, float]:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m sidecar", description="Stella's voice engine")
+    p = argparse.ArgumentParser(prog="stella voice",
+                                description="Stella's voice loop without a window (also: python -m sidecar)")
     sub = p.add_subparsers(dest="cmd", required=True)
     r = sub.add_parser("run", help="run the voice loop (files or the default devices)")
     r.add_argument("--server", help="the Stella gateway URL (default: server_url from the config)")
