@@ -36,7 +36,8 @@ CLOSERS = "\"'”’)]»」』"
 CLAUSE = ",;:—"
 ZH_ENDS = "。！？；…!?;"
 ZH_CLAUSE_MARKS = "，、：,:"
-ZH_FIRST_CLAUSE = 4  # characters before the first chunk of a Chinese reply may end at a comma
+ZH_FIRST_CLAUSE = 2  # characters before the first chunk of a Chinese reply may end at a comma: "好的，"
+# (Kokoro: ~0.9 s on one core, not ~1.9 s for the whole first sentence; tests/bench/results/mandarin.md)
 ZH_CLAUSE = 10  # ... and later chunks
 _ZH_UNITS = re.compile(r"[\u3400-\u9fff]|[A-Za-z0-9]+")  # a character, or a Latin word or number
 ABBREVIATIONS = {

@@ -138,11 +138,12 @@ def test_chinese_sentences_end_at_their_own_marks(text, sentences):
     assert split_zh(text, []) == sentences
 
 
-def test_a_chinese_reply_is_cut_at_a_comma_after_four_characters_first_then_ten():
+def test_a_chinese_reply_is_cut_at_a_comma_after_two_characters_first_then_ten():
     text = "你好呀，我是小星，很高兴认识你，今天想聊点什么呢，天气还是音乐，或者随便聊聊。"
-    assert split_zh(text) == ["你好呀，我是小星，", "很高兴认识你，今天想聊点什么呢，",
-                              "天气还是音乐，或者随便聊聊。"]
-    assert split_zh("好，我知道了，马上就去办。") == ["好，我知道了，", "马上就去办。"], "4 characters, not 1"
+    assert split_zh(text) == ["你好呀，", "我是小星，很高兴认识你，", "今天想聊点什么呢，天气还是音乐，",
+                              "或者随便聊聊。"]
+    assert split_zh("好的，我来帮你查一下。") == ["好的，", "我来帮你查一下。"], "her voice starts on 2 characters"
+    assert split_zh("好，我知道了，马上就去办。") == ["好，我知道了，", "马上就去办。"], "2 characters, not 1"
     assert split_zh("当然可以、没问题：我来帮你吧。") == ["当然可以、", "没问题：我来帮你吧。"]
 
 
