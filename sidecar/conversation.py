@@ -52,6 +52,11 @@ MESSAGE_TOKENS = 7  # the template's role markers and separators around one mess
 # After the heard part of a reply the user cut short: the dash transcripts use for speech broken
 # off. A bracketed "[interrupted]" was copied by the small model as its whole next reply.
 INTERRUPTED = " —"
+# The memory messages' openings: facts the user told her, true now, to answer from as they are. Told only
+# "What you know about the user:", the small model twice answered a question about them with a question.
+KNOWN = ("Facts the user told you earlier (they are true now, and newer than anything said before; when the user "
+         "asks about them, answer from them directly, do not ask back):")
+RECALLED = "More facts the user told you earlier (answer from them directly):"
 # "My name is Arjun", "I'm Priya", "call me Jo", "我叫小明": a capitalised word, as whisper and people write
 # names; the words people capitalise after "I'm" at the start of a sentence are not names.
 _NAMED = re.compile(r"\b(?:[Mm]y name is|[Mm]y name's|I'm|I am|[Cc]all me)\s+([A-Z][a-z]{1,20})\b"
@@ -186,7 +191,7 @@ class Conversation:
         recalled = ([] if self.memory is None or self.chat.recall_tokens == 0 else
                     self.memory.recall(user_text, self.chat.recall_tokens, self._known()))
         if recalled:
-            prefix.append({"role": "system", "content": f"You also remember: {' '.join(recalled)}"})
+            prefix.append({"role": "system", "content": f"{RECALLED} {' '.join(recalled)}"})
         return [*prefix, {"role": "user", "content": user_text}]
 
     def _known(self) -> list[str]:
@@ -203,7 +208,7 @@ class Conversation:
             messages += [{"role": "user", "content": exchange.user},
                          {"role": "assistant", "content": exchange.said}]
         if known := self._known():
-            messages.append({"role": "system", "content": f"What you know about the user: {' '.join(known)}"})
+            messages.append({"role": "system", "content": f"{KNOWN} {' '.join(known)}"})
         return messages
 
     def keep(self, recent: list[Exchange]) -> list[Exchange]:

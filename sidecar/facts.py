@@ -15,6 +15,7 @@ question about it would use (`keywords`), which the store's full-text index sear
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -53,6 +54,18 @@ _JOBS = ("nurse", "teacher", "doctor", "engineer", "programmer", "developer", "d
          "electrician", "plumber", "baker", "waiter", "waitress", "firefighter", "police officer", "vet",
          "veterinarian", "translator", "researcher", "professor", "manager", "consultant", "cashier", "barista")
 
+# "I'm a <words> <job>": the last word a job's (`_JOBS`) or shaped like one (a data analyst, a software
+# developer, a graphic designer), but not the nouns of that shape that are no job ("a dog lover", "a big fan").
+_JOB_SHAPE = r"[a-z]+(?:er|or|ist|yst|ian|eer|ant|ent|ect|ic|man|woman)"
+_NOT_JOBS = {"lover", "fan", "member", "user", "owner", "beginner", "believer", "person", "number", "mother",
+             "father", "sister", "brother", "daughter", "partner", "other", "winner", "loser", "eater", "sleeper",
+             "talker", "speaker", "learner", "parent", "patient", "resident", "client", "vegetarian", "christian",
+             "mess", "fighter", "drinker", "smoker", "runner", "reader", "gamer", "player", "dreamer", "worrier",
+             "introvert", "extrovert", "newcomer", "foreigner", "stranger", "survivor", "twin", "giant", "fanatic",
+             # words that make it a judgement, not a job: "a very good cook", "a bit of a worrier"
+             "very", "really", "pretty", "quite", "good", "bad", "great", "big", "huge", "terrible", "little", "bit",
+             "total", "real", "complete", "of"}
+_A_JOB = re.compile(rf"(?:[a-z][\w-]*\s+)*(?:{'|'.join(_JOBS)}|{_JOB_SHAPE})", re.I)
 _WORD = r"[A-Za-z][\w'-]*"
 _NAME = r"[A-Z][a-z'-]{1,20}"
 _PLACE = r"[A-Z][\w'-]*(?:\s+(?:de\s+|of\s+)?[A-Z][\w'-]*){0,3}"
@@ -75,7 +88,8 @@ _EN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("from", re.compile(rf"{_WHO}\s+(?:am|is|'m|come|comes|was born|were born)\s+(?:originally\s+)?"
                         rf"(?:from|in)\s+(?P<value>{_PLACE}){_END}")),
     ("job", re.compile(rf"{_WHO}\s+(?:work|works|am working|is working)\s+as\s+(?:a|an)\s+{_THING}{_END}")),
-    ("job", re.compile(rf"{_WHO}\s*(?:'s|'m|am|is)\s+(?:a|an)\s+(?P<value>{'|'.join(_JOBS)})\b")),
+    ("job", re.compile(rf"{_WHO}\s*(?:'s|'m|am|is)\s+(?:now\s+)?(?:a|an)\s+(?P<value>(?:[a-z][\w-]*\s+){{0,3}}?"
+                       rf"(?:{'|'.join(_JOBS)}|{_JOB_SHAPE}))(?=\s+(?:at|in|for|with|from)\b|{_END[3:]}")),
     ("job", re.compile(rf"{_WHO}(?:'s)?\s+job\s+is\s+(?:being\s+)?(?:a\s+|an\s+)?{_THING}{_END}")),
     ("works_at", re.compile(rf"{_WHO}\s+(?:work|works|am working|is working)\s+(?:at|for)\s+"
                             rf"(?:a\s+|an\s+|the\s+)?{_THING}{_END}")),
@@ -91,6 +105,8 @@ _EN_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("allergic_to", re.compile(rf"{_WHO}\s*(?:'m|am|is|'s)\s+allergic\s+to\s+{_THING}{_END}")),
     ("dislikes", re.compile(rf"{_WHO}\s+(?:hate|hates|can't stand|cannot stand|dislike|dislikes)\s+{_THING}"
                             rf"{_END}")),
+    ("likes", re.compile(rf"{_WHO}\s*(?:'m|am|is)\s+(?:a\s+)?(?:big\s+|huge\s+|great\s+)?fan\s+of\s+{_THING}"
+                         rf"{_END}")),
     ("likes", re.compile(rf"{_WHO}\s+(?:really\s+|absolutely\s+|just\s+)?(?:like|likes|love|loves|enjoy|enjoys|"
                          rf"adore|adores)\s+{_THING}{_END}")),
 )
@@ -105,13 +121,19 @@ _MY_NAME = re.compile(rf"\b(?:[Mm]y name is|[Mm]y name's|[Cc]all me)\s+(?P<value
 _KIN_ZH_RE = "|".join(sorted(_KIN_ZH, key=len, reverse=True))
 _ZH_WHO = (rf"我(?:的)?(?:(?P<kin>{_KIN_ZH_RE})"
            rf"(?:叫(?P<kin_name>[\u4e00-\u9fff]{{1,3}}?)(?=[，,]?(?:住|在|是|喜欢|今年)))?[，,]?)?")
+_ZH_JOB = r"(?:师|员|生|家|工|手|长|官|护士|会计|司机|老板|警察|农民|记者|演员|职员)"
 _ZH_END = r"(?=[，。！？,.!?；;\s]|了|$)"
 _ZH_VALUE = r"(?P<value>[^，。！？,.!?；;\s了]{1,12}?)"
 _ZH_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("lives_in", re.compile(rf"{_ZH_WHO}(?:现在|目前)?(?:住在|生活在|搬到了|搬到|搬去了|搬去){_ZH_VALUE}{_ZH_END}")),
     ("from", re.compile(rf"{_ZH_WHO}(?:来自|是从){_ZH_VALUE}(?:来的)?{_ZH_END}")),
     ("from", re.compile(rf"{_ZH_WHO}的?老家(?:是|在){_ZH_VALUE}{_ZH_END}")),
-    ("job", re.compile(rf"{_ZH_WHO}(?:的工作是|是一名|是一个|是个|当){_ZH_VALUE}{_ZH_END}")),
+    ("job", re.compile(rf"{_ZH_WHO}(?:现在|目前)?(?:的工作是|是一名|是一个|是个|当|做){_ZH_VALUE}(?:工作)?{_ZH_END}")),
+    # 我爸爸是厨师, 我是护士: a plain 是 only before a word shaped like a job (not 我是中国人)
+    ("job", re.compile(rf"{_ZH_WHO}(?:现在|目前)?是(?P<value>[\u4e00-\u9fff]{{0,4}}?{_ZH_JOB}){_ZH_END}")),
+    # 我在一家银行当会计: the job, and where
+    ("job", re.compile(rf"{_ZH_WHO}(?:现在|目前)?在(?P<place>[^，。！？,.!?在]{{2,12}}?)(?:当|做)"
+                       rf"{_ZH_VALUE}{_ZH_END}")),
     ("works_at", re.compile(rf"{_ZH_WHO}在(?P<value>[^，。！？,.!?在]{{2,12}}?)(?:工作|上班){_ZH_END}")),
     ("age", re.compile(rf"{_ZH_WHO}(?:今年)?(?P<value>[0-9一二三四五六七八九十两]{{1,4}})岁")),
     ("birthday", re.compile(rf"{_ZH_WHO}的?生日是{_ZH_VALUE}{_ZH_END}")),
@@ -128,6 +150,8 @@ _ZH_KIN_NAMED = re.compile(rf"我(?:的)?(?P<kin>{_KIN_ZH_RE})(?:的名字)?叫(
                            r"(?=[，。！？,.!?\s]|$)")
 _ZH_MY_NAME = re.compile(r"我叫(?P<value>[\u4e00-\u9fff]{1,4}?)(?=[，。！？,.!?\s]|$)"
                          r"|我的名字(?:是|叫)(?P<v2>[\u4e00-\u9fff]{1,4}?)(?=[，。！？,.!?\s]|$)")
+_ZH_WORKPLACE = re.compile(r"^(?:一名|一个|个)")
+_ZH_MEASURE = re.compile(r"^(?:一家|一个|一所|这家|那家)")
 _ZH_ASKED = re.compile(r"[吗呢？?]|哪|什么|谁|几|多少|怎么|是不是|有没有")
 _ZH_DENIED = re.compile(r"不是|没有|没|不住|不在|如果|要是|以前|曾经|可能|也许")
 _CJK = re.compile(r"[\u4e00-\u9fff]")
@@ -143,6 +167,10 @@ class Fact:
     relation: str  # one of _KEYWORDS' keys; "favourite" carries what it is a favourite of in `detail`
     value: str
     detail: str = ""  # "colour" in "my favourite colour is green"
+    # The value this one replaced (the store sets it): said with it, the new value wins over the old words
+    # still in the transcript ("The user now lives in Hangzhou (no longer Chengdu)") — a small model told
+    # only the new value answered with the old one the history repeated.
+    previous: str = ""
 
     @property
     def key(self) -> str:
@@ -159,11 +187,21 @@ class Fact:
         """The fact as one sentence she is told (in the language it was said in)."""
         return _said_zh(self) if self.chinese else _said_en(self)
 
+    def replacing(self, old: str) -> Fact:
+        """This fact, said as replacing the value `old` (when it is another value of a one-value relation)."""
+        if self.relation not in SINGLE or _squashed(old) == _squashed(self.value):
+            return self
+        return dataclasses.replace(self, previous=old)
+
     @property
     def keywords(self) -> str:
         """Words a question about this fact would use, for the full-text index."""
         return " ".join(filter(None, (self.subject if self.subject != "user" else "I me my 我", self.detail,
                                       self.value, _KEYWORDS[self.relation])))
+
+
+def _squashed(value: str) -> str:
+    return re.sub(r"\s+", "", value).lower()
 
 
 def _said_en(f: Fact) -> str:
@@ -176,8 +214,11 @@ def _said_en(f: Fact) -> str:
     verb = verbs[f.relation].format(v=f.value, d=f.detail, a="an" if f.value[:1].lower() in "aeiou" else "a")
     if f.relation == "has" and f.value.endswith("s"):
         verb = f"has {f.value}"
-    if f.relation == "job" and " " in f.value and f.value not in _JOBS:  # "my job is teaching kids"
+    if f.relation == "job" and not _A_JOB.fullmatch(f.value):  # "my job is teaching kids"
         verb = f"'s job is {f.value}"
+    if f.previous:  # "The user now lives in Porto (no longer Lisbon)."
+        said = f"{who}{verb} now" if verb.startswith("'") else f"{who} now {verb}"
+        return f"{said} (no longer {f.previous})."
     return f"{who}{verb}." if verb.startswith("'") else f"{who} {verb}."
 
 
@@ -187,7 +228,10 @@ def _said_zh(f: Fact) -> str:
              "age": "{v}岁", "birthday": "的生日是{v}", "studies": "学{v}", "likes": "喜欢{v}", "dislikes": "不喜欢{v}",
              "has": "有{v}", "speaks": "会说{v}", "plays": "玩{v}", "allergic_to": "对{v}过敏",
              "favourite": "最喜欢的{d}是{v}"}
-    return f"{who}{verbs[f.relation].format(v=f.value, d=f.detail)}。"
+    verb = verbs[f.relation].format(v=f.value, d=f.detail)
+    if f.previous:  # 用户现在住在杭州（以前是成都）。
+        return f"{who}现在{verb}（以前是{f.previous}）。"
+    return f"{who}{verb}。"
 
 
 def facts_in(text: str) -> list[Fact]:
@@ -230,6 +274,8 @@ def _en_clause(clause: str) -> list[Fact]:
             value = _TRAILING.sub("", m["value"].strip()).strip()
             if relation == "job":  # "a nurse at the city hospital": the job, not where
                 value = re.split(r"\s+(?:at|in|for|with|from)\s+", value)[0]
+                if set(value.lower().split()) & _NOT_JOBS:
+                    continue
             if not value or value.lower() in ("it", "that", "this", "you", "him", "her", "them", "to"):
                 continue
             subject = "user" if m["me"] else _kin(m["kin"])
@@ -261,7 +307,10 @@ def _zh(sentence: str) -> list[Fact]:
             if m["kin_name"]:
                 facts.append(Fact(subject, "name", m["kin_name"]))
             detail = m["what"] if "what" in pattern.groupindex else ""
-            facts.append(Fact(subject, relation, m["value"], detail))
+            value = _ZH_WORKPLACE.sub("", m["value"]) if relation == "job" else m["value"]
+            facts.append(Fact(subject, relation, value, detail))
+            if "place" in pattern.groupindex:
+                facts.append(Fact(subject, "works_at", _ZH_MEASURE.sub("", m["place"])))
             break  # one predicate per Chinese clause: 喜欢 inside 最喜欢的 is not a second fact
     return facts
 

@@ -178,13 +178,15 @@ class Store:
     # facts about the user
 
     def keep_fact(self, fact: Fact, turn_id: int | None, *, created_at_ms: int | None = None) -> KeptFact:
-        """Keep `fact`, learned from the user's turn `turn_id`; it replaces the fact with the same key."""
+        """Keep `fact`, learned from the user's turn `turn_id`; it replaces the fact with the same key, and is said
+        as replacing its value (`Fact.replacing`)."""
         created = now_ms() if created_at_ms is None else created_at_ms
         with self._write("save a fact to") as conn:
-            old = conn.execute("SELECT id FROM facts WHERE key = ?", (fact.key,)).fetchone()
+            old = conn.execute("SELECT id, value FROM facts WHERE key = ?", (fact.key,)).fetchone()
             if old is not None:
-                conn.execute("DELETE FROM facts WHERE id = ?", old)
-                conn.execute("DELETE FROM facts_index WHERE rowid = ?", old)
+                conn.execute("DELETE FROM facts WHERE id = ?", old[:1])
+                conn.execute("DELETE FROM facts_index WHERE rowid = ?", old[:1])
+                fact = fact.replacing(old[1])
             fact_id = conn.execute(
                 "INSERT INTO facts (key, subject, relation, value, said, turn_id, created_at_ms)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",

@@ -75,7 +75,13 @@ class Asked:
     forget: str
 
     def recalls(self, reply: str) -> bool:
-        return bool(re.search(self.answer, reply, re.I))
+        return names(self.answer, reply)
+
+
+def names(pattern: str, reply: str) -> bool:
+    """The reply names what `pattern` matches, spaces and case ignored ("SpiritedAway" is Spirited Away;
+    memory_prompts.md, amendment of 2026-12-07)."""
+    return bool(re.search(pattern, reply, re.I) or re.search(pattern.replace(" ", ""), re.sub(r"\s+", "", reply), re.I))
 
 
 @dataclass
@@ -177,15 +183,20 @@ def wrong(reply: Reply, asked: list[Asked]) -> bool:
         return False
     others = [a.answer for a in asked if a.person == reply.asked.person and a is not reply.asked]
     patterns = others + ([reply.asked.wrong] if reply.asked.wrong else [])
-    return any(re.search(p, reply.text, re.I) for p in patterns)
+    return any(names(p, reply.text) for p in patterns)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--set", choices=("seen", "held", "all"), default="all")
+    ap.add_argument("--set", choices=("seen", "held", "held2", "all"), default="all")
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help=f"which ways to ask, comma-separated (of {', '.join(MODES)}; app and history only at least)")
     ap.add_argument("--model", default=DEFAULT_LLM)
     ap.add_argument("--out", type=Path, default=RESULTS)
     args = ap.parse_args(argv)
+    modes = [m.strip() for m in args.modes.split(",")]
+    if not {"app", "history only"} <= set(modes) <= set(MODES):
+        ap.error(f"--modes {args.modes!r}: give app and history only, and optionally recall only, comma-separated")
     told, asked = read_prompts()
     told = [t for t in told if args.set in ("all", t.set)]
     asked = [a for a in asked if args.set in ("all", a.set)]
@@ -213,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                 for person in people:  # after a restart: each question with memory, then without
                     with bench.open(person) as store:
                         kept[person] = [f.said for f in store.facts()]
-                        for mode in MODES:  # one way at a time: its prefix stays in llama-server's cache
+                        for mode in modes:  # one way at a time: its prefix stays in llama-server's cache
                             for a in [a for a in asked if a.person == person]:
                                 replies.append(await bench.ask(store, a, mode))
                     print(f"{person}: asked", file=sys.stderr)
@@ -246,11 +257,12 @@ def main(argv: list[str] | None = None) -> int:
 def write_report(args: argparse.Namespace, replies: list[Reply], after: list[Reply], kept: dict[str, list[str]],
                  traces: list[str], asked: list[Asked], started: datetime) -> str:
     lines = [f"\n## {started:%Y-%m-%d %H:%M} UTC — {args.model}, set {args.set}\n",
-             f"Command: `.venv/bin/python tests/bench/memory_recall.py --set {args.set} --model {args.model}`. "
+             f"Command: `.venv/bin/python tests/bench/memory_recall.py --set {args.set} --model {args.model}"
+             f"{'' if args.modes == ','.join(MODES) else f' --modes {chr(39)}{args.modes}{chr(39)}'}`. "
              f"Machine: 2-core VM shared with other work (timings under load).\n",
              "| set | asked with | questions | recalled | wrong recall | messages built p50 | first token p50 |",
              "| --- | --- | --- | --- | --- | --- | --- |"]
-    for which in ("seen", "held", "all"):
+    for which in ("seen", "held", "held2", "all"):
         for mode in MODES:
             rs = [r for r in replies if r.mode == mode and which in ("all", r.asked.set)]
             if not rs:
@@ -261,7 +273,7 @@ def write_report(args: argparse.Namespace, replies: list[Reply], after: list[Rep
                          f"{bad} ({pct(bad, len(rs))}) | {p50([r.build_ms for r in rs]):.2f} ms | "
                          f"{p50([r.first_token_ms for r in rs]):.0f} ms |")
     by = {mode: {r.asked.question + r.asked.person: r for r in replies if r.mode == mode} for mode in MODES}
-    on, off, alone = by["app"], by["history only"], by["recall only"]
+    on, off, alone = by["app"], by["history only"], by.get("recall only", {})
     added = [on[k].first_token_ms - off[k].first_token_ms for k in on if k in off]
     build = [on[k].build_ms - off[k].build_ms for k in on if k in off]
     recalling = [alone[k].first_token_ms - off[k].first_token_ms for k in alone if k in off]
@@ -284,7 +296,7 @@ def write_report(args: argparse.Namespace, replies: list[Reply], after: list[Rep
 
     for k, r in on.items():
         lines.append(f"| {r.asked.person} | {r.asked.set} | {r.asked.question} | {cell(r)} | {cell(off[k])} | "
-                     f"{cell(alone[k])} |")
+                     f"{cell(alone[k]) if k in alone else '–'} |")
     lines += ["", "After forgetting:", ""]
     lines += [f"- {r.asked.person} {r.asked.question} → {r.text}" for r in after]
     text = "\n".join(lines) + "\n"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sidecar.config import ChatConfig, PersonaConfig
-from sidecar.conversation import Conversation, Exchange
+from sidecar.conversation import KNOWN, RECALLED, Conversation, Exchange
 from sidecar.engine.stored import StoreHistory, StoreMemory
 from sidecar.recall import query_of
 from sidecar.store import Store
@@ -49,7 +49,7 @@ def test_a_new_value_replaces_the_old_one(db_path, raw_key):
         history = StoreHistory(store)
         history.append(Exchange("I live in Lisbon.", "Nice!"))
         history.append(Exchange("I moved to Porto last month.", "Exciting!"))
-        assert [f.said for f in store.facts()] == ["The user lives in Porto."]
+        assert [f.said for f in store.facts()] == ["The user now lives in Porto (no longer Lisbon)."]
 
 
 @pytest.mark.parametrize(("asked", "expected"), [
@@ -110,9 +110,9 @@ def test_what_she_knows_follows_the_history_so_the_cached_prefix_stays_put(db_pa
             # a new fact changes only what follows the history: the cached prefix before it stays as it was
             assert without_known(after)[:len(without_known(before))] == without_known(before)
         *_, known = conversation.prefix()
-        assert known == {"role": "system", "content": "What you know about the user: 用户有猫。 用户的猫叫咪咪。"}
+        assert known == {"role": "system", "content": f"{KNOWN} 用户有猫。 用户的猫叫咪咪。"}
         messages = conversation.messages("Where does my sister live?")
-        assert messages[-2] == {"role": "system", "content": "You also remember: The user's sister lives in Lisbon. "
+        assert messages[-2] == {"role": "system", "content": f"{RECALLED} The user's sister lives in Lisbon. "
                                                              "The user's sister is called Lena."}
         assert messages[:-2] == conversation.prefix()
         off = Conversation(PersonaConfig(), ChatConfig(memory_tokens=0, recall_tokens=0))
@@ -121,4 +121,4 @@ def test_what_she_knows_follows_the_history_so_the_cached_prefix_stays_put(db_pa
 
 
 def without_known(messages: list[dict[str, str]]) -> list[dict[str, str]]:
-    return messages[:-1] if messages[-1]["content"].startswith("What you know about the user") else messages
+    return messages[:-1] if messages[-1]["content"].startswith(KNOWN) else messages

@@ -61,6 +61,42 @@ def test_each_fact_is_told_to_her_in_the_language_it_was_said_in() -> None:
     assert Fact("user", "favourite", "green", "colour").said == "The user's favourite colour is green."
 
 
+@pytest.mark.parametrize(("said", "expected"), [
+    ("I'm a software engineer.", {("user", "job", "software engineer")}),
+    ("I'm an accountant at a law firm.", {("user", "job", "accountant")}),
+    ("I'm a web developer now.", {("user", "job", "web developer")}),
+    ("My husband is a project manager.", {("husband", "job", "project manager")}),
+    ("I'm a physicist.", {("user", "job", "physicist")}),
+    ("I'm a technician.", {("user", "job", "technician")}),
+    ("I'm a big fan of football.", {("user", "likes", "football")}),
+    ("我在一家医院当护士。", {("user", "job", "护士"), ("user", "works_at", "医院")}),
+    ("我做设计工作。", {("user", "job", "设计")}),
+    ("我是一个程序员。", {("user", "job", "程序员")}),
+    ("我妈妈是医生。", {("妈妈", "job", "医生")}),
+    ("我现在是一名律师了。", {("user", "job", "律师")}),
+])
+def test_jobs_are_taken_however_they_are_phrased(said: str, expected: set) -> None:
+    assert triples(said) == expected
+
+
+@pytest.mark.parametrize("said", [
+    "I'm a bit tired.", "I'm a dog lover.", "I'm a very good cook.", "I'm a big fan.", "I'm a vegetarian.",
+    "I'm a picky eater.", "I'm a native speaker.", "I'm a parent.", "I'm a bit of a worrier.", "我是中国人。",
+    "我是你的朋友。",
+])
+def test_states_judgements_and_kinds_of_person_are_not_jobs(said: str) -> None:
+    assert all(f.relation != "job" for f in facts_in(said))
+
+
+def test_an_updated_value_is_said_as_replacing_the_old_one() -> None:
+    porto = facts_in("I moved to Porto.")[0]
+    assert porto.replacing("Lisbon").said == "The user now lives in Porto (no longer Lisbon)."
+    assert facts_in("我搬到了杭州。")[0].replacing("成都").said == "用户现在住在杭州（以前是成都）。"
+    assert porto.replacing("porto").said == "The user lives in Porto."  # the same place
+    jazz = facts_in("I like jazz.")[0]
+    assert jazz.replacing("tea") == jazz  # likes add up: nothing is replaced
+
+
 def test_a_question_is_searched_by_its_words_and_chinese_by_trigrams_and_bigrams() -> None:
     q = query_of("Where does my sister live?")
     assert q.match == '"where" OR "sister" OR "live"' and q.contains == ()
