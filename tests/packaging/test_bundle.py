@@ -40,7 +40,7 @@ pytestmark = [pytest.mark.display, pytest.mark.audio, pytest.mark.keyring, pytes
 CHECKS = ("gl", "webview", "audio", "speech", "models", "keyring", "database", "link")
 # The window is up: the outfit buttons, the character drawn with WebGL2, the link on its WebSocket and the
 # voice loop (microphone, VAD, wake word, whisper, piper) running inside the bundle's engine.
-READY = ("document.querySelectorAll('.outfit').length === 6 && document.body.dataset.character === 'webgl'"
+READY = ("document.querySelectorAll('.outfit').length === 8 && document.body.dataset.character === 'webgl'"
          " && document.getElementById('link').dataset.transport === 'websocket'"
          " && document.getElementById('wake').dataset.voice === 'ready'")
 
